@@ -1,0 +1,45 @@
+"""Config pieces shared by every process. Each process's own config lives beside its code
+(`composer_prime/<process>/config.py`); `rl` composes them and propagates these shared fields."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field
+from pydantic_config import BaseConfig
+
+Dtype = Literal["float32", "bfloat16", "float16"]
+
+
+class ModelConfig(BaseConfig):
+    """Which causal LM to load; shared by inference, trainer, sft and eval."""
+
+    path: Annotated[
+        str,
+        Field(description="Local directory of a Hugging Face causal LM (or a hub name when the network is reachable)."),
+    ] = "configs/quickstart/warmstart"
+    dtype: Annotated[
+        Dtype | None,
+        Field(description="Parameter dtype; None picks bfloat16 on CUDA and float32 on CPU."),
+    ] = None
+    device: Annotated[
+        str | None, Field(description="torch device; None picks cuda when available, else cpu.")
+    ] = None
+    trust_remote_code: Annotated[bool, Field(description="Allow model code shipped with the checkpoint.")] = False
+
+
+class LogConfig(BaseConfig):
+    """Logging for one process."""
+
+    level: Annotated[Literal["debug", "info", "warning", "error"], Field(description="Log level.")] = "info"
+    progress: Annotated[bool, Field(description="Show a rich progress line on the terminal.")] = True
+    wandb_project: Annotated[
+        str | None,
+        Field(description="Also log metrics to this Weights & Biases project (needs `wandb` installed)."),
+    ] = None
+
+
+OutputDir = Annotated[
+    Path, Field(description="Run directory: rollouts, weight versions, checkpoints, metrics and configs live here.")
+]

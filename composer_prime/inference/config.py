@@ -1,0 +1,45 @@
+"""Inference server config (`uv run inference @ file.toml`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field
+from pydantic_config import BaseConfig
+
+from composer_prime.config import LogConfig, ModelConfig
+
+
+class TransformersBackendConfig(BaseConfig):
+    """Pure PyTorch/transformers backend: dynamic batching with a KV cache. Default on CPU."""
+
+    type: Literal["transformers"] = "transformers"
+    max_batch_size: Annotated[int, Field(ge=1, description="Most sequences decoded together in one batch.")] = 64
+    batch_wait_ms: Annotated[
+        float, Field(ge=0, description="How long the scheduler waits to gather more requests into a batch.")
+    ] = 5.0
+
+
+class VLLMBackendConfig(BaseConfig):
+    """vLLM backend (CUDA GPU; install the `vllm` extra)."""
+
+    type: Literal["vllm"] = "vllm"
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, description="Fraction of GPU memory vLLM may use.")] = 0.5
+    max_model_len: Annotated[int, Field(ge=16, description="Longest prompt + completion in tokens.")] = 4096
+    enforce_eager: Annotated[bool, Field(description="Disable CUDA graphs (faster start, slower decode).")] = False
+
+
+class InferenceConfig(BaseConfig):
+    """An HTTP server that samples from the current policy and reloads published weight versions."""
+
+    model: ModelConfig = ModelConfig()
+    host: Annotated[str, Field(description="Address to bind.")] = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535, description="TCP port to bind.")] = 8000
+    backend: Annotated[
+        TransformersBackendConfig | VLLMBackendConfig,
+        Field(discriminator="type", description="Sampling engine."),
+    ] = TransformersBackendConfig()
+    seed: Annotated[int, Field(description="Seed for sampling when a request gives none.")] = 0
+    output_dir: Annotated[Path | None, Field(description="Where to append metrics.jsonl; None logs none.")] = None
+    log: LogConfig = LogConfig()

@@ -1,0 +1,54 @@
+"""The inference server's native HTTP protocol (besides the OpenAI-compatible routes).
+
+Shared by the server, the orchestrator's client, volunteer workers and replay teachers.
+Bump PROTOCOL_VERSION on any incompatible change; /health reports it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+PROTOCOL_VERSION = 1
+
+
+class GenerateRequest(BaseModel):
+    """Token-in/token-out sampling: `n` completions of one tokenised prompt."""
+
+    prompt_token_ids: list[int] = Field(min_length=1)
+    n: int = Field(default=1, ge=1)
+    max_tokens: int = Field(default=64, ge=1)
+    temperature: float = Field(default=1.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int = Field(default=-1, description="-1 disables top-k.")
+    stop_token_ids: list[int] = Field(default_factory=list, description="Extra stop ids besides the model's EOS.")
+    seed: int | None = None
+
+
+class Completion(BaseModel):
+    token_ids: list[int]
+    logprobs: list[float] = Field(description="Log-prob of each sampled token under the distribution it was sampled from.")
+    finish_reason: Literal["stop", "length"]
+
+
+class GenerateResponse(BaseModel):
+    completions: list[Completion]
+    weight_version: int = Field(description="Policy version that produced every completion of this response.")
+
+
+class UpdateWeightsRequest(BaseModel):
+    path: str = Field(description="A published version directory (`<output>/broadcasts/step_<N>`).")
+    version: int = Field(ge=0)
+
+
+class UpdateWeightsResponse(BaseModel):
+    weight_version: int
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"] = "ok"
+    protocol_version: int = PROTOCOL_VERSION
+    weight_version: int
+    backend: str
+    model: str

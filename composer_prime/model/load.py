@@ -1,0 +1,60 @@
+"""Load any Hugging Face causal LM and its tokenizer, with one-line errors for bad inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from composer_prime.config import ModelConfig
+from composer_prime.errors import UserError
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def resolve_device(config: ModelConfig) -> torch.device:
+    if config.device is not None:
+        return torch.device(config.device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def resolve_dtype(config: ModelConfig, device: torch.device) -> torch.dtype:
+    if config.dtype is not None:
+        return _DTYPES[config.dtype]
+    return torch.bfloat16 if device.type == "cuda" else torch.float32
+
+
+def _check_path(path: str) -> None:
+    # A string that looks like a filesystem path must exist; anything else may be a hub id.
+    looks_local = path.startswith((".", "/", "~")) or Path(path).parts[:1] in (("configs",), ("outputs",))
+    if looks_local and not Path(path).expanduser().is_dir():
+        raise UserError(f"model directory not found: {path}")
+
+
+def load_tokenizer(config: ModelConfig, require_chat_template: bool = True) -> PreTrainedTokenizerBase:
+    _check_path(config.path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(config.path, trust_remote_code=config.trust_remote_code)
+    except OSError as exc:
+        raise UserError(f"cannot load tokenizer from {config.path}: {str(exc).splitlines()[0]}") from None
+    if require_chat_template and not getattr(tokenizer, "chat_template", None):
+        raise UserError(f"tokenizer at {config.path} has no chat template (set tokenizer_config.json 'chat_template')")
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(config: ModelConfig, device: torch.device | None = None) -> PreTrainedModel:
+    _check_path(config.path)
+    device = device or resolve_device(config)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            config.path,
+            dtype=resolve_dtype(config, device),
+            trust_remote_code=config.trust_remote_code,
+            attn_implementation="sdpa",
+        )
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot load model from {config.path}: {str(exc).splitlines()[0]}") from None
+    return model.to(device)

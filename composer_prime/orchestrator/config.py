@@ -1,0 +1,79 @@
+"""Orchestrator config (`uv run orchestrator @ file.toml`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+from pydantic_config import BaseConfig
+
+from composer_prime.config import LogConfig, ModelConfig
+
+
+class EnvConfig(BaseConfig):
+    """A verifiers environment package installed from `environments/`, loaded by id."""
+
+    id: Annotated[str, Field(description="Environment id (package name, e.g. 'reverse-text').")] = "reverse-text"
+    args: Annotated[dict[str, Any], Field(description="Taskset config fields passed to the environment.")] = {}
+
+
+class SamplingConfig(BaseConfig):
+    temperature: Annotated[float, Field(gt=0, description="Sampling temperature; the trainer uses the same one.")] = 1.0
+    top_p: Annotated[float, Field(gt=0, le=1, description="Nucleus sampling mass.")] = 1.0
+    max_tokens: Annotated[int, Field(ge=1, description="Most completion tokens per turn.")] = 64
+
+
+class OverlongConfig(BaseConfig):
+    """DAPO's soft overlong punishment: a linear penalty over the last `buffer` tokens before max_tokens."""
+
+    buffer: Annotated[int, Field(ge=1, description="Tokens before max_tokens where the penalty ramps up.")] = 16
+    penalty: Annotated[float, Field(ge=0, description="Penalty at max_tokens (subtracted from the reward).")] = 1.0
+
+
+class AdvantageConfig(BaseConfig):
+    std_normalize: Annotated[bool, Field(description="Divide by the group's reward std (GRPO); off by default.")] = False
+    drop_uniform_groups: Annotated[
+        bool, Field(description="Drop groups whose rewards are all equal (DAPO dynamic sampling).")
+    ] = False
+    overlong: Annotated[OverlongConfig | None, Field(description="Soft overlong penalty; None disables it.")] = None
+
+
+class EvalConfig(BaseConfig):
+    num_examples: Annotated[int, Field(ge=0, description="Held-out prompts per evaluation; 0 disables eval.")] = 64
+    interval: Annotated[int, Field(ge=0, description="Evaluate every N steps (0: only at start and end).")] = 0
+    temperature: Annotated[float, Field(ge=0, description="Eval sampling temperature (0 = greedy).")] = 0.0
+    k: Annotated[int, Field(ge=1, description="Samples per prompt for pass@k.")] = 1
+
+
+class OrchestratorConfig(BaseConfig):
+    """Runs rollouts against the inference server, scores them and writes trainer batches."""
+
+    model: ModelConfig = ModelConfig()
+    output_dir: Annotated[Path, Field(description="Run directory shared with the trainer.")] = Path("outputs/run")
+    max_steps: Annotated[int, Field(ge=1, description="Trainer steps to produce batches for.")] = 20
+    seed: Annotated[int, Field(description="Seed for prompt sampling.")] = 0
+    inference_url: Annotated[str, Field(description="Base URL of the inference server.")] = "http://127.0.0.1:8000"
+    env: EnvConfig = EnvConfig()
+    batch_size: Annotated[int, Field(ge=1, description="Rollouts per trainer step.")] = 64
+    group_size: Annotated[int, Field(ge=1, description="Rollouts per prompt (the advantage baseline group).")] = 8
+    sampling: SamplingConfig = SamplingConfig()
+    advantage: AdvantageConfig = AdvantageConfig()
+    max_off_policy_steps: Annotated[
+        int, Field(ge=0, description="Drop rollouts sampled by a policy more than this many versions old.")
+    ] = 2
+    async_level: Annotated[
+        int, Field(ge=0, description="How many steps the orchestrator may run ahead of the newest weights.")
+    ] = 1
+    max_concurrent: Annotated[int, Field(ge=1, description="Rollout groups in flight at once.")] = 16
+    seq_len: Annotated[int, Field(ge=8, description="Tokens per packed micro-batch row.")] = 2048
+    micro_batch_rows: Annotated[int, Field(ge=1, description="Rows per micro-batch.")] = 1
+    train_world_size: Annotated[int, Field(ge=1, description="Data-parallel trainer ranks to split each step over.")] = 1
+    eval: EvalConfig = EvalConfig()
+    log: LogConfig = LogConfig()
+
+    @model_validator(mode="after")
+    def _groups_divide_batch(self) -> OrchestratorConfig:
+        if self.batch_size % self.group_size:
+            raise ValueError(f"batch_size ({self.batch_size}) must be a multiple of group_size ({self.group_size})")
+        return self

@@ -1,0 +1,80 @@
+"""Published weight versions: the trainer -> inference hand-off.
+
+Version N is the policy after N optimizer steps; version 0 is the starting model itself.
+Layout: `<output>/broadcasts/step_<N>/{model.safetensors, config.json, STABLE}`. The
+directory is written under a temporary name and renamed into place, and `STABLE` is the
+last file written inside it, so a reader that sees `STABLE` sees a complete version and a
+crash mid-write leaves only a temporary directory that no reader looks at.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from composer_prime.utils.fs import atomic_publish_dir
+
+STABLE = "STABLE"
+WEIGHTS_FILE = "model.safetensors"
+_STEP_DIR = re.compile(r"^step_(\d+)$")
+
+
+def broadcast_root(output_dir: Path) -> Path:
+    return Path(output_dir) / "broadcasts"
+
+
+def version_dir(output_dir: Path, version: int) -> Path:
+    return broadcast_root(output_dir) / f"step_{version}"
+
+
+def publish_weights(output_dir: Path, version: int, state_dict: dict[str, torch.Tensor], config_json: str) -> Path:
+    """Write version `version` atomically; returns its directory."""
+    final = version_dir(output_dir, version)
+    tmp = final.with_name(f".tmp_step_{version}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    tensors = {k: v.detach().to("cpu").contiguous() for k, v in state_dict.items()}
+    save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"version": str(version)})
+    (tmp / "config.json").write_text(config_json)
+    (tmp / STABLE).write_text(json.dumps({"version": version, "time": time.time()}))
+    atomic_publish_dir(tmp, final)
+    return final
+
+
+def list_versions(output_dir: Path) -> list[int]:
+    """All complete versions, ascending."""
+    root = broadcast_root(output_dir)
+    if not root.is_dir():
+        return []
+    versions = []
+    for child in root.iterdir():
+        match = _STEP_DIR.match(child.name)
+        if match and (child / STABLE).is_file():
+            versions.append(int(match.group(1)))
+    return sorted(versions)
+
+
+def latest_version(output_dir: Path) -> int:
+    """Newest complete version, or 0 (the starting model) when none was published."""
+    versions = list_versions(output_dir)
+    return versions[-1] if versions else 0
+
+
+def load_version_state_dict(path: Path) -> dict[str, torch.Tensor]:
+    """Read a published version; refuses a directory without its STABLE marker."""
+    path = Path(path)
+    if not (path / STABLE).is_file():
+        raise FileNotFoundError(f"{path} is not a complete weight version (no {STABLE} marker)")
+    return load_file(str(path / WEIGHTS_FILE))
+
+
+def prune_versions(output_dir: Path, keep_last: int) -> None:
+    """Delete all but the newest `keep_last` versions (in-flight readers hold the newest)."""
+    for version in list_versions(output_dir)[:-keep_last]:
+        shutil.rmtree(version_dir(output_dir, version), ignore_errors=True)

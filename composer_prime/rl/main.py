@@ -1,0 +1,148 @@
+"""`uv run rl @ configs/quickstart/rl.toml`: inference, orchestrator and trainer as one run.
+
+`rl` checks what it can before starting anything (model, tokenizer, environment, port),
+writes each process's resolved config to `<output>/configs/`, spawns the three processes
+(the trainer through torchrun when num_train_processes > 1), draws one progress line from
+the shared metrics.jsonl, and stops everything as soon as one process fails. Rerunning the
+same command resumes: the trainer from its newest checkpoint, the orchestrator from the
+newest complete batch on disk.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import tomli_w
+from pydantic_config import BaseConfig
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from composer_prime.cli import run_cli
+from composer_prime.errors import UserError
+from composer_prime.rl.config import RLConfig
+from composer_prime.rl.processes import Child, spawn, stop
+from composer_prime.utils.metrics import read_metrics
+
+console = Console(stderr=True)
+
+
+def write_config(config: BaseConfig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomli_w.dumps(config.model_dump(mode="json", exclude_none=True)))
+    return path
+
+
+def check_port_free(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            raise UserError(f"port {port} on {host} is already in use (set --inference.port)") from None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def preflight(config: RLConfig) -> None:
+    """Fail fast, before any process exists, on the mistakes users make most."""
+    from composer_prime.model.load import load_tokenizer
+    from composer_prime.orchestrator.envs import load_environment
+
+    load_tokenizer(config.model)
+    load_environment(config.orchestrator.env)
+    check_port_free(config.inference.host, config.inference.port)
+
+
+def commands(config: RLConfig, config_dir: Path) -> dict[str, list[str]]:
+    py = sys.executable
+    trainer_cfg = str(write_config(config.trainer, config_dir / "trainer.toml"))
+    if config.num_train_processes > 1:
+        trainer = [
+            py, "-m", "torch.distributed.run", "--nproc-per-node", str(config.num_train_processes),
+            "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+            "-m", "composer_prime.trainer.main", "@", trainer_cfg,
+        ]
+    else:
+        trainer = [py, "-m", "composer_prime.trainer.main", "@", trainer_cfg]
+    return {
+        "inference": [py, "-m", "composer_prime.inference.main", "@",
+                      str(write_config(config.inference, config_dir / "inference.toml"))],
+        "orchestrator": [py, "-m", "composer_prime.orchestrator.main", "@",
+                         str(write_config(config.orchestrator, config_dir / "orchestrator.toml"))],
+        "trainer": trainer,
+    }
+
+
+def _progress_fields(output_dir: Path) -> tuple[int, str]:
+    trainer = read_metrics(output_dir, "trainer")
+    orch = [r for r in read_metrics(output_dir, "orchestrator") if "reward/mean" in r]
+    step = trainer[-1]["step"] if trainer else 0
+    loss = f"loss {trainer[-1].get('loss', float('nan')):+.4f}" if trainer else "loss -"
+    reward = f"reward {orch[-1]['reward/mean']:.3f}" if orch else "reward -"
+    return step, f"{reward}  {loss}"
+
+
+def supervise(config: RLConfig, children: dict[str, Child]) -> None:
+    """Wait until trainer and orchestrator finish; stop everything if any process fails."""
+    workers = [children["orchestrator"], children["trainer"]]
+    columns = (TextColumn("[bold]rl"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=not config.log.progress) as progress:
+        task = progress.add_task("steps", total=config.max_steps, info="starting")
+        while True:
+            for child in children.values():
+                code = child.poll()
+                if code not in (None, 0) or (child.name == "inference" and code is not None):
+                    raise UserError(f"{child.name} exited with code {code}: {child.error_line()} "
+                                    f"(log: {child.log_path})")
+            if all(w.poll() == 0 for w in workers):
+                return
+            step, info = _progress_fields(config.output_dir)
+            progress.update(task, completed=step, info=info)
+            time.sleep(0.5)
+
+
+def summarize(config: RLConfig) -> None:
+    evals = [r for r in read_metrics(config.output_dir, "orchestrator") if "eval/delta" in r]
+    if evals:
+        last = evals[-1]
+        console.print(f"held-out reward {last['eval/reward_start']:.3f} -> {last['eval/reward_end']:.3f} "
+                      f"({last['eval/delta']:+.3f})")
+    if config.plot:
+        from composer_prime.utils.plot import plot_run
+
+        console.print(f"plot: {plot_run(config.output_dir)}")
+
+
+def main(config: RLConfig) -> None:
+    preflight(config)
+    config_dir = config.output_dir / "configs"
+    write_config(config, config_dir / "rl.toml")
+    children: dict[str, Child] = {}
+
+    def _terminate(signum, _frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        for name, argv in commands(config, config_dir).items():
+            children[name] = spawn(name, argv, config.output_dir / "logs")
+        supervise(config, children)
+    finally:
+        stop(list(children.values()))
+    summarize(config)
+
+
+def cli() -> None:
+    run_cli(RLConfig, main)
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,83 @@
+"""Child processes of `rl`: spawn, watch, and stop them without leaving orphans behind."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _child_setup() -> None:
+    # Own process group, so stop() reaches grandchildren (torchrun ranks); and die with the
+    # parent even if `rl` is SIGKILLed, so no process outlives the run.
+    os.setsid()
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass
+class Child:
+    name: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def log_tail(self, lines: int = 1) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return "\n".join(text[-lines:])
+
+    def error_line(self) -> str:
+        """The child's own one-line error (`error: ...`) if it printed one, else its last log line."""
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        errors = [line for line in text if line.startswith("error: ")]
+        return errors[-1][len("error: "):] if errors else (text[-1] if text else "")
+
+
+def spawn(name: str, argv: Sequence[str], log_dir: Path, env: dict[str, str] | None = None) -> Child:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{name}.log"
+    log = open(log_path, "ab")
+    process = subprocess.Popen(
+        list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        preexec_fn=_child_setup, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+    )
+    log.close()
+    return Child(name=name, process=process, log_path=log_path)
+
+
+def stop(children: Sequence[Child], grace_s: float = 10.0) -> None:
+    """SIGTERM each child's process group, then SIGKILL whatever is left after `grace_s`."""
+    for child in children:
+        if child.poll() is None:
+            _signal_group(child.process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for child in children:
+        try:
+            child.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        # The group may hold grandchildren even after the leader exited.
+        _signal_group(child.process.pid, signal.SIGKILL)
+        child.process.wait()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,100 @@
+"""Bad input to `rl`: one line naming the problem, a non-zero exit, and no process left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+WARMSTART = REPO / "configs" / "quickstart" / "warmstart"
+QUICKSTART = REPO / "configs" / "quickstart" / "rl.toml"
+
+
+def run_rl(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "composer_prime.rl.main", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def processes_mentioning(marker: str) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(cmdline)
+    return found
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> str:
+    assert result.returncode != 0, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one line, got:\n{result.stderr}"
+    assert lines[0].startswith("error: ")
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def out(tmp_path):
+    yield tmp_path / "run"
+    assert not processes_mentioning(str(tmp_path)), "a process outlived the failed run"
+
+
+def test_malformed_toml(tmp_path, out):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[trainer\nmax_steps = 3\n")
+    assert_one_line_error(run_rl("@", str(bad), "--output-dir", str(out)), "Invalid TOML", str(bad))
+
+
+def test_unknown_key(out):
+    assert_one_line_error(run_rl("@", str(QUICKSTART), "--trainer.optim.learning-rate", "1",
+                                 "--output-dir", str(out)), "learning")
+
+
+def test_bad_value(out):
+    assert_one_line_error(run_rl("@", str(QUICKSTART), "--trainer.optim.lr", "fast", "--output-dir", str(out)),
+                          "lr")
+
+
+def test_missing_model_dir(tmp_path, out):
+    missing = tmp_path / "no-such-model"
+    assert_one_line_error(run_rl("@", str(QUICKSTART), "--model.path", str(missing), "--output-dir", str(out)),
+                          "model directory not found", str(missing))
+
+
+def test_tokenizer_without_chat_template(tmp_path, out):
+    model = tmp_path / "no-template"
+    shutil.copytree(WARMSTART, model)
+    (model / "chat_template.jinja").unlink(missing_ok=True)
+    config_path = model / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config.pop("chat_template", None)
+    config_path.write_text(json.dumps(config))
+    assert_one_line_error(run_rl("@", str(QUICKSTART), "--model.path", str(model), "--output-dir", str(out)),
+                          "chat template")
+
+
+def test_unknown_environment(out):
+    assert_one_line_error(run_rl("@", str(QUICKSTART), "--orchestrator.env.id", "no-such-env",
+                                 "--output-dir", str(out)), "no-such-env")
+
+
+def test_port_in_use(out):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert_one_line_error(run_rl("@", str(QUICKSTART), "--inference.port", str(port), "--output-dir", str(out)),
+                              f"port {port}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
+import tomli_w
 from pydantic import Field
 from pydantic_config import BaseConfig
 
@@ -43,3 +44,10 @@ class LogConfig(BaseConfig):
 OutputDir = Annotated[
     Path, Field(description="Run directory: rollouts, weight versions, checkpoints, metrics and configs live here.")
 ]
+
+
+def write_config(config: BaseConfig, path: Path) -> Path:
+    """Write a resolved config as TOML that `@ path` reads back into the same config."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomli_w.dumps(config.model_dump(mode="json", exclude_none=True)))
+    return path

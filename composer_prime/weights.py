@@ -39,12 +39,23 @@ def publish_weights(output_dir: Path, version: int, state_dict: dict[str, torch.
     tmp = final.with_name(f".tmp_step_{version}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    tensors = {k: v.detach().to("cpu").contiguous() for k, v in state_dict.items()}
+    tensors = _distinct_storage({k: v.detach().to("cpu").contiguous() for k, v in state_dict.items()})
     save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"version": str(version)})
     (tmp / "config.json").write_text(config_json)
     (tmp / STABLE).write_text(json.dumps({"version": version, "time": time.time()}))
     atomic_publish_dir(tmp, final)
     return final
+
+
+def _distinct_storage(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    # safetensors refuses tensors that share memory, as tied input/output embeddings do.
+    seen: set[int] = set()
+    out = {}
+    for key, tensor in state.items():
+        ptr = tensor.untyped_storage().data_ptr()
+        out[key] = tensor.clone() if ptr in seen else tensor
+        seen.add(ptr)
+    return out
 
 
 def list_versions(output_dir: Path) -> list[int]:

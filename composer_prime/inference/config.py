@@ -19,6 +19,14 @@ class TransformersBackendConfig(BaseConfig):
     batch_wait_ms: Annotated[
         float, Field(ge=0, description="How long the scheduler waits to gather more requests into a batch.")
     ] = 5.0
+    num_threads: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="torch intra-op threads of this process; None keeps torch's default (one per core). "
+            "When trainer and inference share a few cores, 1 stops their thread pools spinning against each other.",
+        ),
+    ] = None
 
 
 class VLLMBackendConfig(BaseConfig):

@@ -37,6 +37,11 @@ class AdvantageConfig(BaseConfig):
         bool, Field(description="Drop groups whose rewards are all equal (DAPO dynamic sampling).")
     ] = False
     overlong: Annotated[OverlongConfig | None, Field(description="Soft overlong penalty; None disables it.")] = None
+    max_redraws: Annotated[
+        int,
+        Field(ge=0, description="Dynamic sampling: new prompts tried per batch slot before a uniform group "
+                                "(all advantages zero) is kept anyway, so a step always completes."),
+    ] = 8
 
 
 class EvalConfig(BaseConfig):
@@ -44,6 +49,21 @@ class EvalConfig(BaseConfig):
     interval: Annotated[int, Field(ge=0, description="Evaluate every N steps (0: only at start and end).")] = 0
     temperature: Annotated[float, Field(ge=0, description="Eval sampling temperature (0 = greedy).")] = 0.0
     k: Annotated[int, Field(ge=1, description="Samples per prompt for pass@k.")] = 1
+    samples_per_prompt: Annotated[
+        int | None,
+        Field(ge=1, description="Samples n drawn per prompt for the unbiased pass@k estimator (n >= k); None: n = k."),
+    ] = None
+    pass_threshold: Annotated[float, Field(description="A sample passes when its reward is >= this.")] = 1.0
+
+    @property
+    def n(self) -> int:
+        return self.samples_per_prompt or self.k
+
+    @model_validator(mode="after")
+    def _enough_samples(self) -> EvalConfig:
+        if self.n < self.k:
+            raise ValueError(f"samples_per_prompt ({self.n}) must be >= k ({self.k})")
+        return self
 
 
 class OrchestratorConfig(BaseConfig):
@@ -70,6 +90,15 @@ class OrchestratorConfig(BaseConfig):
     micro_batch_rows: Annotated[int, Field(ge=1, description="Rows per micro-batch.")] = 1
     train_world_size: Annotated[int, Field(ge=1, description="Data-parallel trainer ranks to split each step over.")] = 1
     eval: EvalConfig = EvalConfig()
+    inference_timeout_s: Annotated[
+        float, Field(gt=0, description="Give up when the inference server is not ready after this long.")
+    ] = 600.0
+    weight_poll_s: Annotated[
+        float, Field(gt=0, description="Seconds between looks for a newly published weight version.")
+    ] = 0.5
+    weight_timeout_s: Annotated[
+        float, Field(gt=0, description="Give up when a needed weight version has not appeared after this long.")
+    ] = 1800.0
     log: LogConfig = LogConfig()
 
     @model_validator(mode="after")

@@ -11,43 +11,22 @@ newest complete batch on disk.
 from __future__ import annotations
 
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
 
-import tomli_w
-from pydantic_config import BaseConfig
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from composer_prime.cli import run_cli
+from composer_prime.config import write_config
 from composer_prime.errors import UserError
 from composer_prime.rl.config import RLConfig
-from composer_prime.rl.processes import Child, spawn, stop
+from composer_prime.utils.net import check_port_free, free_port
+from composer_prime.utils.processes import Child, spawn, stop
 from composer_prime.utils.metrics import read_metrics
 
 console = Console(stderr=True)
-
-
-def write_config(config: BaseConfig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(tomli_w.dumps(config.model_dump(mode="json", exclude_none=True)))
-    return path
-
-
-def check_port_free(host: str, port: int) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            raise UserError(f"port {port} on {host} is already in use (set --inference.port)") from None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def preflight(config: RLConfig) -> None:

@@ -58,4 +58,12 @@ class TrainerConfig(BaseConfig):
     batch_timeout_s: Annotated[
         float, Field(gt=0, description="Give up when no batch arrives for this long (orchestrator gone).")
     ] = 1800.0
+    num_threads: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="torch intra-op threads per trainer process; None keeps torch's default (one per core). "
+            "When trainer and inference share a few cores, 1 stops their thread pools spinning against each other.",
+        ),
+    ] = None
     log: LogConfig = LogConfig()

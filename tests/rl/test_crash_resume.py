@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,22 +15,19 @@ from pathlib import Path
 import pytest
 
 from composer_prime.weights import STABLE, broadcast_root
+from composer_prime.utils.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_STEPS = 5
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def rl_command(out: Path, port: int) -> list[str]:
     return [sys.executable, "-m", "composer_prime.rl.main", "@", str(REPO / "configs/quickstart/rl.toml"),
             "--output-dir", str(out), "--max-steps", str(MAX_STEPS), "--inference.port", str(port),
             "--orchestrator.batch-size", "16", "--orchestrator.group-size", "4",
-            "--orchestrator.eval.num-examples", "8", "--no-plot", "--log.no-progress"]
+            "--orchestrator.eval.num-examples", "8", "--no-plot", "--no-log.progress"]
 
 
 def metrics(out: Path) -> list[dict]:

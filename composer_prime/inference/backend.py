@@ -1,0 +1,75 @@
+"""The sampling engine behind the inference server, and the choice between engines.
+
+A backend turns token ids into sampled completions with their log-probs and swaps in
+published weight versions. It guarantees that all completions of one response come from one
+weight version: a reload waits for the generation in flight and holds back new ones.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from composer_prime.inference.config import InferenceConfig
+from composer_prime.inference.protocol import GenerateRequest, GenerateResponse
+from composer_prime.weights import STABLE
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+
+class Backend(ABC):
+    """One loaded policy that serves concurrent `generate` calls."""
+
+    name: ClassVar[str]
+    model_name: str
+    tokenizer: PreTrainedTokenizerBase
+    weight_version: int
+    """Version of the weights now loaded: 0 for the starting model, N after loading step_N."""
+
+    @abstractmethod
+    async def generate(self, request: GenerateRequest) -> GenerateResponse:
+        """`request.n` completions of one prompt, all from the weight version the response names.
+
+        Raises ValueError for a request this model cannot serve (token id out of range,
+        prompt longer than the context)."""
+
+    @abstractmethod
+    async def load_weights(self, path: str, version: int) -> None:
+        """Load the published version directory `path` and call it `version`.
+
+        Raises FileNotFoundError for a directory without its STABLE marker and ValueError
+        for weights that do not fit the model; the old weights stay in place then."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Fail what is still in flight and release the model."""
+
+
+def require_stable(path: str) -> Path:
+    """The version directory, or FileNotFoundError when it is missing or not yet complete."""
+    directory = Path(path)
+    if not (directory / STABLE).is_file():
+        raise FileNotFoundError(f"{path} is not a complete weight version (no {STABLE} marker)")
+    return directory
+
+
+def check_prompt(request: GenerateRequest, vocab_size: int, max_len: int | None) -> None:
+    """Reject what would otherwise crash the shared batch: unknown token ids, over-long prompts."""
+    bad = [t for t in request.prompt_token_ids if not 0 <= t < vocab_size]
+    if bad:
+        raise ValueError(f"prompt token id {bad[0]} is outside the vocabulary [0, {vocab_size})")
+    if max_len is not None and len(request.prompt_token_ids) >= max_len:
+        raise ValueError(f"prompt has {len(request.prompt_token_ids)} tokens; the model's context is {max_len}")
+
+
+def make_backend(config: InferenceConfig) -> Backend:
+    """The engine `config.backend.type` names, loaded and ready."""
+    if config.backend.type == "vllm":
+        from composer_prime.inference.vllm_backend import VLLMBackend
+
+        return VLLMBackend(config.model, config.backend, seed=config.seed)
+    from composer_prime.inference.transformers_backend import TransformersBackend
+
+    return TransformersBackend(config.model, config.backend, seed=config.seed)

@@ -1,0 +1,162 @@
+"""Build a tiny Qwen3-architecture causal LM and its tokenizer from scratch, offline.
+
+`uv run tiny-model @ configs/quickstart/tiny_model.toml` writes a directory that
+`transformers.AutoModelForCausalLM` / `AutoTokenizer` load like any hub checkpoint: a
+byte-level BPE tokenizer trained on a generated corpus, with ChatML special tokens and chat
+template, and a randomly initialised Qwen3 model (~1M parameters by default). Everything
+derives from `seed`, so two builds with one config are byte-identical.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import string
+from pathlib import Path
+from typing import Annotated
+
+import torch
+from pydantic import Field, model_validator
+from pydantic_config import BaseConfig
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+from composer_prime.cli import run_cli
+from composer_prime.utils.fs import atomic_publish_dir
+
+PAD, IM_START, IM_END = "<|pad|>", "<|im_start|>", "<|im_end|>"
+
+CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+class TinyModelConfig(BaseConfig):
+    """A from-scratch tokenizer + Qwen3 model, deterministic for a seed."""
+
+    output_dir: Annotated[Path, Field(description="Directory to write the model and tokenizer to (replaced).")] = Path(
+        "outputs/tiny-model"
+    )
+    seed: Annotated[int, Field(description="Seed for the corpus, the tokenizer and the weight init.")] = 0
+    vocab_size: Annotated[
+        int, Field(ge=300, description="BPE vocabulary size, special tokens included (256 byte tokens + merges).")
+    ] = 1024
+    corpus_lines: Annotated[int, Field(ge=100, description="Lines of generated text the tokenizer is trained on.")] = (
+        20000
+    )
+    hidden_size: Annotated[int, Field(ge=8, description="Model width.")] = 128
+    num_layers: Annotated[int, Field(ge=1, description="Transformer blocks.")] = 4
+    num_heads: Annotated[int, Field(ge=1, description="Attention (query) heads.")] = 4
+    num_kv_heads: Annotated[int, Field(ge=1, description="Key/value heads (grouped-query attention).")] = 2
+    intermediate_size: Annotated[int, Field(ge=8, description="MLP hidden width.")] = 384
+    max_position_embeddings: Annotated[int, Field(ge=16, description="Longest sequence the model accepts.")] = 512
+
+    @model_validator(mode="after")
+    def _check_heads(self) -> TinyModelConfig:
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of num_heads ({self.num_heads})")
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})")
+        return self
+
+
+# Chat roles and common instruction words, so that chat prompts take few tokens.
+COMMON_WORDS = (
+    "system user assistant the a an of to and in is it you that for on with as are be this answer "
+    "question reply letters words text reverse reversed order write give say repeat copy count "
+    "number sort list first last each every one two three what which please"
+).split()
+
+
+def corpus(num_lines: int, seed: int) -> list[str]:
+    """Generated text: common words, random lowercase words, space-separated letters (one
+    token each after BPE, which tasks over letters rely on), capitalised words, numbers and
+    punctuation."""
+    rng = random.Random(seed)
+    lower = string.ascii_lowercase
+
+    def word() -> str:
+        kind = rng.random()
+        if kind < 0.3:
+            return rng.choice(COMMON_WORDS)
+        if kind < 0.55:
+            return "".join(rng.choices(lower, k=rng.randint(1, 8)))
+        if kind < 0.8:
+            return " ".join(rng.choices(lower, k=rng.randint(2, 10)))
+        if kind < 0.9:
+            return "".join(rng.choices(lower, k=rng.randint(2, 8))).capitalize() + rng.choice(".,:;?!")
+        return str(rng.randint(0, 10_000))
+
+    return [" ".join(word() for _ in range(rng.randint(4, 12))) for _ in range(num_lines)]
+
+
+def build_tokenizer(config: TinyModelConfig) -> PreTrainedTokenizerFast:
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=config.vocab_size,
+        special_tokens=[PAD, IM_START, IM_END],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # any byte stays encodable
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(corpus(config.corpus_lines, config.seed), trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        pad_token=PAD,
+        eos_token=IM_END,
+        additional_special_tokens=[IM_START],
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=config.max_position_embeddings,
+        model_input_names=["input_ids", "attention_mask"],  # Qwen3 takes no token_type_ids
+    )
+
+
+def build_model(config: TinyModelConfig, tokenizer: PreTrainedTokenizerFast) -> Qwen3ForCausalLM:
+    eos, pad = tokenizer.convert_tokens_to_ids([IM_END, PAD])
+    model_config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=config.hidden_size,
+        intermediate_size=config.intermediate_size,
+        num_hidden_layers=config.num_layers,
+        num_attention_heads=config.num_heads,
+        num_key_value_heads=config.num_kv_heads,
+        head_dim=config.hidden_size // config.num_heads,
+        max_position_embeddings=config.max_position_embeddings,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=eos,
+        pad_token_id=pad,
+    )
+    torch.manual_seed(config.seed)
+    model = Qwen3ForCausalLM(model_config)
+    model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad)
+    return model
+
+
+def build(config: TinyModelConfig) -> Path:
+    """Write tokenizer + model to `config.output_dir`; returns it."""
+    tokenizer = build_tokenizer(config)
+    model = build_model(config, tokenizer)
+    out = Path(config.output_dir)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        # The template goes inside tokenizer_config.json, where every loader looks (vLLM included).
+        tokenizer.save_pretrained(tmp, save_jinja_files=False)
+        model.save_pretrained(tmp)
+        atomic_publish_dir(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    params = sum(p.numel() for p in model.parameters())
+    print(f"tiny model: {params / 1e6:.2f}M parameters, vocab {len(tokenizer)}, written to {out}", flush=True)
+    return out
+
+
+def cli() -> None:
+    run_cli(TinyModelConfig, build)

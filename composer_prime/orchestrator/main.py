@@ -1,0 +1,268 @@
+"""The orchestrator process: rollouts from the inference server -> scored, packed batches for the trainer.
+
+Off-policy contract (N = batch / trainer step, versions as in composer_prime/weights.py):
+- batch N is trained by trainer step N, which starts from weight version N-1 and publishes version N;
+- rollouts for batch N start only once the newest published version is >= N-1-async_level
+  (async_level 0 is fully on-policy: batch N waits for the weights trained on batch N-1);
+- a group sampled by a version < N-1-max_off_policy_steps is dropped when it completes (counted in
+  `dropped/off_policy_groups`) and re-sampled, same prompt, once inference serves a recent enough version;
+- a watcher loads every newly published version into inference at once, even in the middle of a step.
+
+Resume: the next step is 1 + the highest step complete on disk (steps.py) and prompts depend only
+on (seed, step), so a killed and restarted orchestrator neither repeats nor skips a step.
+
+Eval (eval.num_examples > 0): held-out reward and pass@k at the start (served version), every
+eval.interval steps, and at the end on version max_steps; then one line `held-out reward a -> b (+d)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass
+
+import httpx
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from transformers import PreTrainedTokenizerBase
+
+from composer_prime.cli import run_cli
+from composer_prime.errors import UserError
+from composer_prime.eval.evaluate import EvalResult, evaluate, held_out_examples
+from composer_prime.inference.client import InferenceClient
+from composer_prime.model.load import load_tokenizer
+from composer_prime.orchestrator.advantage import compute_advantages
+from composer_prime.orchestrator.config import OrchestratorConfig
+from composer_prime.orchestrator.envs import Environment, load_environment
+from composer_prime.orchestrator.packing import Sample, pack_step
+from composer_prime.orchestrator.rollout import Group, prompt_index, request_seed, rollout_group
+from composer_prime.orchestrator.steps import completed_steps, next_step, saved_metrics, write_step
+from composer_prime.orchestrator.weight_sync import WeightSync
+from composer_prime.utils.metrics import MetricsLogger, read_metrics
+
+logger = logging.getLogger("composer_prime.orchestrator")
+
+
+@dataclass
+class StepStats:
+    wait_weights_s: float = 0.0
+    dropped_off_policy: int = 0
+    dropped_uniform: int = 0
+    elapsed_s: float = 0.0
+
+
+class Orchestrator:
+    def __init__(self, config: OrchestratorConfig, env: Environment, tokenizer: PreTrainedTokenizerBase,
+                 client: InferenceClient, weights: WeightSync, metrics: MetricsLogger):
+        self.config, self.env, self.tokenizer = config, env, tokenizer
+        self.client, self.weights, self.metrics = client, weights, metrics
+        self.train = env.examples("train")
+        if not self.train:
+            raise UserError(f"environment {env.id} has no train examples")
+        self.eval_examples = held_out_examples(env, config.eval.num_examples) if config.eval.num_examples else []
+        self.num_slots = config.batch_size // config.group_size
+        self.slots = asyncio.Semaphore(config.max_concurrent)
+
+    async def collect_group(self, step: int, slot: int, stats: StepStats) -> tuple[Group, list[float]]:
+        cfg = self.config
+        oldest_allowed = step - 1 - cfg.max_off_policy_steps
+        attempt = 0
+        while True:
+            example = self.train[prompt_index(cfg.seed, step, slot, attempt, self.num_slots, len(self.train))]
+            async with self.slots:
+                group = await rollout_group(
+                    self.client, self.env, self.tokenizer, example, n=cfg.group_size,
+                    max_tokens=cfg.sampling.max_tokens, temperature=cfg.sampling.temperature,
+                    top_p=cfg.sampling.top_p, seed=request_seed(cfg.seed, step, slot, attempt),
+                )
+            if group.weight_version < oldest_allowed:
+                stats.dropped_off_policy += 1
+                await self.weights.wait_served(oldest_allowed)
+                continue
+            advantages = compute_advantages(group.rewards, group.completion_lens, cfg.sampling.max_tokens,
+                                            cfg.advantage)
+            if advantages is None:
+                if attempt < cfg.advantage.max_redraws:
+                    stats.dropped_uniform += 1
+                    attempt += 1
+                    continue
+                advantages = [0.0] * cfg.group_size  # out of redraws: a zero-advantage group, the step completes
+            return group, advantages
+
+    async def collect_step(self, step: int) -> tuple[list[tuple[Group, list[float]]], StepStats]:
+        stats = StepStats()
+        stats.wait_weights_s = await self.weights.wait_published(step - 1 - self.config.async_level)
+        start = time.monotonic()
+        results = await asyncio.gather(*(self.collect_group(step, slot, stats) for slot in range(self.num_slots)))
+        stats.elapsed_s = time.monotonic() - start
+        return list(results), stats
+
+    def step_metrics(self, step: int, results: list[tuple[Group, list[float]]], stats: StepStats,
+                     num_loss_tokens: int) -> dict[str, float]:
+        groups = [g for g, _ in results]
+        rewards = np.array([r for g in groups for r in g.rewards], dtype=np.float64)
+        lens = np.array([n for g in groups for n in g.completion_lens], dtype=np.float64)
+        truncated = [c.finish_reason == "length" for g in groups for c in g.completions]
+        lags = np.array([step - 1 - g.weight_version for g in groups], dtype=np.float64)
+        record = {
+            "reward/mean": rewards.mean(),
+            "reward/std": rewards.std(),
+            "completion_len/mean": lens.mean(),
+            "completion_len/max": lens.max(),
+            "truncated/fraction": float(np.mean(truncated)),
+            "dropped/off_policy_groups": stats.dropped_off_policy,
+            "dropped/uniform_groups": stats.dropped_uniform,
+            "off_policy/lag_mean": lags.mean(),
+            "off_policy/lag_max": lags.max(),
+            "rollouts_per_s": len(rewards) / max(stats.elapsed_s, 1e-9),
+            "time/wait_weights_s": stats.wait_weights_s,
+            "time/step_s": stats.elapsed_s,
+            "num_loss_tokens": num_loss_tokens,
+        }
+        names = sorted({name for g in groups for s in g.scores for name in s.metrics})
+        for name in names:
+            record[f"env/{name}"] = float(np.mean([s.metrics[name] for g in groups for s in g.scores
+                                                   if name in s.metrics]))
+        return record
+
+    def publish(self, step: int, results: list[tuple[Group, list[float]]], stats: StepStats) -> dict[str, float]:
+        cfg = self.config
+        samples = [
+            Sample(g.prompt_ids, c.token_ids, c.logprobs, advantage, g.weight_version)
+            for g, advantages in results
+            for c, advantage in zip(g.completions, advantages, strict=True)
+        ]
+        batches = pack_step(samples, step=step, seq_len=cfg.seq_len, micro_batch_rows=cfg.micro_batch_rows,
+                            world_size=cfg.train_world_size, pad_token_id=self.tokenizer.pad_token_id,
+                            temperature=cfg.sampling.temperature)
+        record = self.step_metrics(step, results, stats, batches[0].num_loss_tokens)
+        write_step(cfg.output_dir, step, batches, record)
+        self.metrics.log(step, record)
+        return record
+
+    def replay_unlogged_steps(self) -> None:
+        """Log the metrics of steps published by a previous run that died before logging them."""
+        logged = {r["step"] for r in read_metrics(self.config.output_dir, "orchestrator") if "reward/mean" in r}
+        for step in completed_steps(self.config.output_dir, self.config.train_world_size):
+            record = saved_metrics(self.config.output_dir, step)
+            if step not in logged and record is not None:
+                self.metrics.log(step, record)
+
+    async def evaluate(self) -> EvalResult:
+        cfg = self.config
+        async with self.weights.frozen():
+            return await evaluate(
+                self.client, self.env, self.tokenizer, self.eval_examples, k=cfg.eval.k,
+                samples_per_prompt=cfg.eval.n, temperature=cfg.eval.temperature, max_tokens=cfg.sampling.max_tokens,
+                pass_threshold=cfg.eval.pass_threshold, seed=cfg.seed, max_concurrent=cfg.max_concurrent,
+            )
+
+    async def start_reward(self, start: int) -> float:
+        """The held-out reward before training: from this run's first eval record, else measured now."""
+        earlier = [r for r in read_metrics(self.config.output_dir, "orchestrator") if "eval/reward" in r]
+        if earlier:
+            return earlier[0]["eval/reward"]
+        result = await self.evaluate()
+        self.metrics.log(start - 1, result.metrics())
+        logger.info("eval at start: %s", result.summary())
+        return result.reward
+
+    async def run_steps(self, start: int, progress: Progress) -> None:
+        cfg = self.config
+        task = progress.add_task("orchestrator", total=cfg.max_steps, completed=start - 1, info="")
+        window: dict[int, asyncio.Task] = {}
+        try:
+            for step in range(start, cfg.max_steps + 1):
+                # Steps up to async_level ahead collect concurrently; each waits for its own weight gate.
+                for ahead in range(step, min(cfg.max_steps, step + cfg.async_level) + 1):
+                    if ahead not in window:
+                        window[ahead] = asyncio.create_task(self.collect_step(ahead))
+                results, stats = await window.pop(step)
+                record = self.publish(step, results, stats)
+                info = (f"reward {record['reward/mean']:.3f}  len {record['completion_len/mean']:.1f}  "
+                        f"{record['rollouts_per_s']:.1f} rollouts/s")
+                logger.info("step %d: %s  lag %.1f  dropped %d", step, info, record["off_policy/lag_mean"],
+                            stats.dropped_off_policy + stats.dropped_uniform)
+                progress.update(task, completed=step, info=info)
+                if self.eval_examples and cfg.eval.interval and step % cfg.eval.interval == 0 and step < cfg.max_steps:
+                    result = await self.evaluate()
+                    self.metrics.log(step, result.metrics())
+                    logger.info("eval at step %d: %s", step, result.summary())
+        finally:
+            for pending in window.values():
+                pending.cancel()
+
+    async def final_eval(self, reward_start: float) -> None:
+        last = self.config.max_steps
+        await self.weights.wait_published(last)
+        await self.weights.wait_served(last)
+        result = await self.evaluate()
+        delta = result.reward - reward_start
+        self.metrics.log(last, {**result.metrics(), "eval/reward_start": reward_start,
+                                "eval/reward_end": result.reward, "eval/delta": delta})
+        logger.info("eval at end: %s", result.summary())
+        print(f"held-out reward {reward_start:.3f} -> {result.reward:.3f} ({delta:+.3f})", flush=True)
+
+    async def run(self) -> None:
+        cfg = self.config
+        start = next_step(cfg.output_dir, cfg.train_world_size)
+        self.replay_unlogged_steps()
+        if start > 1:
+            logger.info("resuming at step %d", start)
+        reward_start = await self.start_reward(start) if self.eval_examples else None
+        columns = (TextColumn("[bold]orchestrator"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[info]}"), TimeElapsedColumn())
+        with Progress(*columns, console=Console(stderr=True), disable=not cfg.log.progress) as progress:
+            await self.run_steps(start, progress)
+        if reward_start is not None:
+            await self.final_eval(reward_start)
+
+
+async def _until_either_fails(main: Coroutine, watcher: Coroutine) -> None:
+    """Run `main` to completion while `watcher` runs beside it; a watcher failure aborts main."""
+    main_task, watcher_task = asyncio.create_task(main), asyncio.create_task(watcher)
+    try:
+        done, _ = await asyncio.wait({main_task, watcher_task}, return_when=asyncio.FIRST_COMPLETED)
+        if watcher_task in done:
+            watcher_task.result()
+        main_task.result()
+    finally:
+        for task in (main_task, watcher_task):
+            task.cancel()
+        await asyncio.gather(main_task, watcher_task, return_exceptions=True)
+
+
+async def orchestrate(config: OrchestratorConfig) -> None:
+    env = load_environment(config.env)
+    tokenizer = load_tokenizer(config.model)
+    metrics = MetricsLogger(config.output_dir, "orchestrator", config.log.wandb_project,
+                            config.model_dump(mode="json"))
+    try:
+        async with InferenceClient(config.inference_url) as client:
+            health = await client.wait_until_ready(timeout_s=config.inference_timeout_s)
+            weights = WeightSync(client, config.output_dir, health.weight_version, config.weight_poll_s,
+                                 config.weight_timeout_s)
+            await weights.refresh()  # serve the newest published version before sampling anything
+            orchestrator = Orchestrator(config, env, tokenizer, client, weights, metrics)
+            await _until_either_fails(orchestrator.run(), weights.watch())
+    except httpx.TransportError as exc:
+        raise UserError(f"lost the inference server at {config.inference_url}: {exc!r}") from None
+    finally:
+        metrics.close()
+
+
+def main(config: OrchestratorConfig) -> None:
+    logging.basicConfig(level=config.log.level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
+    asyncio.run(orchestrate(config))
+
+
+def cli() -> None:
+    run_cli(OrchestratorConfig, main)
+
+
+if __name__ == "__main__":
+    cli()

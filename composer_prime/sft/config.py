@@ -1,0 +1,36 @@
+"""SFT config (`uv run sft @ file.toml`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+from pydantic_config import BaseConfig
+
+from composer_prime.config import LogConfig, ModelConfig, OutputDir
+from composer_prime.orchestrator.config import EnvConfig
+from composer_prime.trainer.config import OptimConfig
+
+
+class SFTOptimConfig(OptimConfig):
+    """AdamW, with a learning rate that suits fine-tuning on demonstrations."""
+
+    lr: Annotated[float, Field(gt=0, description="Peak learning rate.")] = 1e-4
+
+
+class SFTConfig(BaseConfig):
+    """Fine-tune a causal LM on an environment's reference answers (loss on assistant tokens only)."""
+
+    model: ModelConfig = ModelConfig(path="outputs/tiny-model")
+    env: EnvConfig = EnvConfig()
+    output_dir: OutputDir = Path("outputs/sft")
+    save_dir: Annotated[
+        Path | None,
+        Field(description="Where to save the fine-tuned model and tokenizer (replaced); None: <output_dir>/model."),
+    ] = None
+    max_steps: Annotated[int, Field(ge=1, description="Optimizer steps.")] = 100
+    batch_size: Annotated[int, Field(ge=1, description="Demonstrations per step.")] = 32
+    seed: Annotated[int, Field(description="Seed for the demonstration order.")] = 0
+    optim: SFTOptimConfig = SFTOptimConfig()
+    log: LogConfig = LogConfig()

@@ -1,0 +1,71 @@
+"""`uv run sft @ configs/quickstart/sft.toml`: supervised fine-tuning on an environment's demonstrations."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from itertools import islice
+from pathlib import Path
+
+import torch
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from composer_prime.cli import run_cli
+from composer_prime.model.load import load_model, load_tokenizer, resolve_device
+from composer_prime.orchestrator.envs import load_environment
+from composer_prime.sft.config import SFTConfig
+from composer_prime.sft.data import batch_indices, collate, demonstrations
+from composer_prime.utils.fs import atomic_publish_dir
+from composer_prime.utils.metrics import MetricsLogger
+
+
+def train(config: SFTConfig) -> Path:
+    """Fine-tune `config.model` on the env's train demonstrations; returns where it was saved."""
+    logging.basicConfig(level=config.log.level.upper())
+    torch.manual_seed(config.seed)
+    device = resolve_device(config.model)
+    tokenizer = load_tokenizer(config.model)
+    model = load_model(config.model, device)
+    demos = demonstrations(load_environment(config.env).examples("train"), tokenizer)
+    optim = config.optim
+    optimizer = torch.optim.AdamW(model.parameters(), lr=optim.lr, betas=optim.betas, weight_decay=optim.weight_decay)
+    warmup = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / (optim.warmup_steps + 1)))
+    metrics = MetricsLogger(config.output_dir, "sft", config.log.wandb_project, config.model_dump(mode="json"))
+
+    model.train()
+    start = time.perf_counter()
+    batches = islice(batch_indices(len(demos), config.batch_size, config.seed), config.max_steps)
+    with Progress(
+        TextColumn("sft"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[loss]}"),
+        TimeRemainingColumn(), disable=not config.log.progress,
+    ) as progress:
+        bar = progress.add_task("sft", total=config.max_steps, loss="")
+        for step, indices in enumerate(batches, start=1):
+            step_start = time.perf_counter()
+            batch = {k: v.to(device) for k, v in collate([demos[i] for i in indices], tokenizer.pad_token_id).items()}
+            loss = model(**batch).loss
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), optim.max_norm)
+            lr = optimizer.param_groups[0]["lr"]
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            warmup.step()
+            tokens = int(batch["attention_mask"].sum())
+            seconds = time.perf_counter() - step_start
+            metrics.log(step, {"loss": loss, "grad_norm": grad_norm, "lr": lr, "tokens": tokens, "tokens_per_s": tokens / seconds})
+            progress.update(bar, advance=1, loss=f"loss {loss.item():.3f}")
+    metrics.close()
+
+    save_dir = Path(config.save_dir or Path(config.output_dir) / "model")
+    tmp = save_dir.with_name(f".{save_dir.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp, save_jinja_files=False)
+    atomic_publish_dir(tmp, save_dir)
+    print(f"sft: {config.max_steps} steps in {time.perf_counter() - start:.0f}s, final loss {loss.item():.3f}, saved to {save_dir}", flush=True)
+    return save_dir
+
+
+def cli() -> None:
+    run_cli(SFTConfig, train)

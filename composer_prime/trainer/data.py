@@ -1,0 +1,70 @@
+"""Trainer input: wait for this rank's batch file of a step, read it, turn micro-batches into tensors."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+import torch
+
+from composer_prime.batch import MicroBatch, TrainBatch, batch_path, read_batch
+from composer_prime.errors import UserError
+
+_POLL_S = 0.05
+
+
+def wait_for_batch(
+    output_dir: Path, step: int, rank: int, world_size: int, timeout_s: float
+) -> tuple[TrainBatch, float]:
+    """Block until `rollouts/step_<step>/rank_<rank>.msgpack` exists; return it and the seconds waited."""
+    path = batch_path(output_dir, step, rank)
+    start = time.monotonic()
+    while not path.is_file():
+        if time.monotonic() - start > timeout_s:
+            raise UserError(f"no batch for step {step} at {path} after {timeout_s:g} s (is the orchestrator running?)")
+        time.sleep(_POLL_S)
+    idle_s = time.monotonic() - start
+    try:
+        batch = read_batch(path)
+    except (ValueError, msgspec.DecodeError) as exc:
+        raise UserError(f"unreadable batch {path}: {exc}") from None
+    if (batch.step, batch.rank, batch.world_size) != (step, rank, world_size):
+        raise UserError(
+            f"{path} holds step {batch.step} rank {batch.rank}/{batch.world_size}, "
+            f"expected step {step} rank {rank}/{world_size} (orchestrator train_world_size must match the trainer's)"
+        )
+    return batch, idle_s
+
+
+@dataclass
+class MicroBatchTensors:
+    input_ids: torch.Tensor
+    position_ids: torch.Tensor
+    loss_mask: torch.Tensor
+    advantages: torch.Tensor
+    inference_logprobs: torch.Tensor
+
+    @classmethod
+    def from_message(cls, micro: MicroBatch, device: torch.device) -> MicroBatchTensors:
+        def move(array, dtype):
+            return array.torch().to(device=device, dtype=dtype, non_blocking=True)
+
+        return cls(
+            input_ids=move(micro.input_ids, torch.long),
+            position_ids=move(micro.position_ids, torch.long),
+            loss_mask=move(micro.loss_mask, torch.bool),
+            advantages=move(micro.advantages, torch.float32),
+            inference_logprobs=move(micro.inference_logprobs, torch.float32),
+        )
+
+    @classmethod
+    def placeholder(cls, device: torch.device) -> MicroBatchTensors:
+        """Two tokens with nothing to train on: a rank with fewer micro-batches than another runs
+        these so that every rank enters FSDP's collectives the same number of times."""
+        zeros = torch.zeros(1, 2, device=device)
+        return cls(
+            input_ids=zeros.long(), position_ids=torch.arange(2, device=device)[None], loss_mask=zeros.bool(),
+            advantages=zeros, inference_logprobs=zeros.clone(),
+        )

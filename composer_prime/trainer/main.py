@@ -1,0 +1,161 @@
+"""The trainer process (`uv run trainer @ file.toml`, or one rank of `torchrun ... -m composer_prime.trainer.main`).
+
+Per step: wait for this rank's batch, train on it, checkpoint (every `ckpt.interval`),
+publish the new weight version, log. Resumes from the newest checkpoint and continues
+bit-exactly; weight versions newer than that checkpoint are deleted, since they will be
+recomputed.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+
+import torch
+
+from composer_prime.cli import run_cli
+from composer_prime.loss.registry import resolve_loss
+from composer_prime.model.load import load_model
+from composer_prime.trainer import checkpoint as ckpt
+from composer_prime.trainer.config import TrainerConfig
+from composer_prime.trainer.data import wait_for_batch
+from composer_prime.trainer.parallel import (
+    World,
+    barrier,
+    close_world,
+    full_model_state_dict,
+    full_optimizer_state_dict,
+    init_world,
+    load_full_state,
+    shard_model,
+)
+from composer_prime.trainer.progress import StepReporter
+from composer_prime.trainer.step import learning_rate, train_step
+from composer_prime.utils.metrics import MetricsLogger
+from composer_prime.weights import broadcast_root, list_versions, prune_versions, publish_weights, version_dir
+
+logger = logging.getLogger("composer_prime.trainer")
+
+
+def _resume(config: TrainerConfig, model, optimizer, world: World) -> int:
+    """Restore the newest checkpoint if resuming; returns the step it ends (0: fresh start)."""
+    steps = ckpt.list_checkpoints(config.output_dir) if config.ckpt.resume else []
+    if not steps:
+        return 0
+    step = steps[-1]
+    path = ckpt.checkpoint_dir(config.output_dir, step)
+    model_state, optim_state = ckpt.load_states(path) if world.is_main or not world.distributed else ({}, {})
+    load_full_state(model, optimizer, model_state, optim_state, world)
+    if (rng := ckpt.load_rng(path, world.rank)) is not None:
+        ckpt.set_rng_state(rng)
+    logger.info("resumed from %s", path)
+    return step
+
+
+def _drop_versions_after(config: TrainerConfig, step: int) -> None:
+    """Versions > step come from a run that crashed before checkpointing them: they will be recomputed."""
+    for version in list_versions(config.output_dir):
+        if version > step:
+            shutil.rmtree(version_dir(config.output_dir, version), ignore_errors=True)
+    root = broadcast_root(config.output_dir)
+    if root.is_dir():
+        for child in root.iterdir():
+            if child.name.startswith("."):  # half-written versions
+                shutil.rmtree(child, ignore_errors=True)
+
+
+def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World) -> None:
+    if world.is_main:
+        ckpt.begin_checkpoint(config.output_dir, step)
+    barrier(world)
+    ckpt.write_rng(ckpt.staging_dir(config.output_dir, step), world.rank)
+    model_state = full_model_state_dict(model, world)
+    optim_state = full_optimizer_state_dict(model, optimizer, world)
+    barrier(world)
+    if world.is_main:
+        ckpt.finish_checkpoint(
+            config.output_dir, step, model_state, optim_state, world.world_size, config.ckpt.keep_last
+        )
+
+
+def train(config: TrainerConfig, world: World) -> None:
+    loss = resolve_loss(config.loss)  # before the model loads: a bad import path fails fast
+    torch.manual_seed(config.seed)
+    model = load_model(config.model, world.device)
+    model.train()
+    if world.distributed:
+        shard_model(model)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.optim.lr, betas=config.optim.betas, weight_decay=config.optim.weight_decay
+    )
+
+    if world.is_main:
+        ckpt.remove_staging_dirs(config.output_dir)
+    barrier(world)
+    start = _resume(config, model, optimizer, world)
+    if world.is_main:
+        ckpt.remove_checkpoints_after(config.output_dir, start)  # only with ckpt.resume off can any exist
+        _drop_versions_after(config, start)
+    config_json = model.config.to_json_string()
+
+    metrics = None
+    if world.is_main:
+        metrics = MetricsLogger(config.output_dir, "trainer", config.log.wandb_project, config.model_dump(mode="json"))
+    reporter = StepReporter(config.max_steps, start, enabled=world.is_main, progress=config.log.progress)
+    try:
+        for step in range(start + 1, config.max_steps + 1):
+            batch, idle_s = wait_for_batch(
+                config.output_dir, step, world.rank, world.world_size, config.batch_timeout_s
+            )
+            lr = learning_rate(step, config.optim)
+            t0 = time.perf_counter()
+            result = train_step(model, optimizer, batch, loss, lr, config.optim.max_norm, world)
+            train_s = time.perf_counter() - t0
+
+            if step % config.ckpt.interval == 0:
+                _checkpoint(config, step, model, optimizer, world)
+            state = full_model_state_dict(model, world)
+            if world.is_main:
+                publish_weights(config.output_dir, step, state, config_json)
+                prune_versions(config.output_dir, config.keep_weight_versions)
+            del state
+            step_s = time.perf_counter() - t0 + idle_s
+
+            if metrics is not None:
+                record = {
+                    "loss": result.loss,
+                    **{f"loss/{k}": v for k, v in result.loss_metrics.items()},
+                    "grad_norm": result.grad_norm,
+                    "lr": lr,
+                    "num_tokens": result.num_tokens,
+                    "num_loss_tokens": batch.num_loss_tokens,
+                    "tokens_per_s": result.num_tokens / train_s,
+                    "idle_s": idle_s,
+                    "train_s": train_s,
+                    "step_s": step_s,
+                    "off_policy_lag": step - 1 - batch.min_policy_version,
+                }
+                metrics.log(step, record)
+                reporter.update(step, record)
+    finally:
+        reporter.close()
+        if metrics is not None:
+            metrics.close()
+
+
+def main(config: TrainerConfig) -> None:
+    logging.basicConfig(level=config.log.level.upper(), format="%(asctime)s trainer %(levelname)s %(message)s")
+    if config.num_threads is not None:
+        torch.set_num_threads(config.num_threads)
+    world = init_world(config.model)
+    train(config, world)
+    close_world(world)  # on an error, exiting is enough: torchrun stops the other ranks
+
+
+def cli() -> None:
+    run_cli(TrainerConfig, main)
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,139 @@
+"""Data parallelism: torchrun ranks, FSDP2 sharding with summed gradients, full state dicts on rank 0."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
+from torch.distributed.fsdp import FSDPModule, fully_shard
+from torch.distributed.tensor import DTensor
+
+from composer_prime.config import ModelConfig
+from composer_prime.model.load import resolve_device
+
+
+@dataclass(frozen=True)
+class World:
+    rank: int
+    world_size: int
+    device: torch.device
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def init_world(model_config: ModelConfig) -> World:
+    """One process, or a rank of `torchrun` (WORLD_SIZE > 1): nccl on CUDA, gloo on CPU."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size == 1:
+        return World(rank=0, world_size=1, device=resolve_device(model_config))
+    device = resolve_device(model_config)
+    if device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    on_cuda = device.type == "cuda"
+    dist.init_process_group(backend="nccl" if on_cuda else "gloo", device_id=device if on_cuda else None)
+    return World(rank=dist.get_rank(), world_size=world_size, device=device)
+
+
+def close_world(world: World) -> None:
+    if world.distributed and dist.is_initialized():
+        dist.barrier()  # a rank tearing down while a peer is still in a collective aborts gloo
+        dist.destroy_process_group()
+
+
+def shard_model(model: torch.nn.Module) -> None:
+    """FSDP2: shard each decoder layer (HF `_no_split_modules`), then the root.
+
+    The loss is already divided by the GLOBAL loss-token count, so the gradient of the
+    global loss is the SUM of the ranks' gradients; FSDP's default averaging would divide
+    it by the world size. Divide factor 1 with sum-only collectives (gloo has no
+    PREMUL_SUM) makes FSDP sum.
+    """
+    layer_classes = set(getattr(model, "_no_split_modules", None) or [])
+    for module in model.modules():
+        if type(module).__name__ in layer_classes:
+            fully_shard(module)
+    fully_shard(model)
+    for module in model.modules():
+        if isinstance(module, FSDPModule):
+            module.set_gradient_divide_factor(1.0)
+            module.set_force_sum_reduction_for_comms(True)
+
+
+def _full_options(world: World, load: bool = False) -> StateDictOptions:
+    if not world.distributed:
+        return StateDictOptions(full_state_dict=True)
+    if load:
+        return StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+    return StateDictOptions(full_state_dict=True, cpu_offload=True)
+
+
+def full_model_state_dict(model: torch.nn.Module, world: World) -> dict[str, torch.Tensor]:
+    """Unsharded CPU-or-device tensors on rank 0 (collective: every rank calls it); {} elsewhere."""
+    return get_model_state_dict(model, options=_full_options(world))
+
+
+def full_optimizer_state_dict(model: torch.nn.Module, optimizer: torch.optim.Optimizer, world: World) -> dict:
+    """Unsharded optimizer state keyed by parameter name on rank 0 (collective); {} elsewhere."""
+    return get_optimizer_state_dict(model, optimizer, options=_full_options(world))
+
+
+def load_full_state(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, model_state: dict, optim_state: dict, world: World
+) -> None:
+    """Load full state dicts (read on rank 0 only when distributed) back into the (sharded) model and optimizer."""
+    options = _full_options(world, load=True)
+    set_model_state_dict(model, model_state, options=options)
+    set_optimizer_state_dict(model, optimizer, optim_state, options=options)
+
+
+def clip_grad_norm(parameters: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
+    """Clip by the global norm; with FSDP the per-shard norms are combined across ranks."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    norm = torch.nn.utils.get_total_norm(grads, foreach=True)
+    if isinstance(norm, DTensor):
+        norm = norm.full_tensor()
+    torch.nn.utils.clip_grads_with_norm_(parameters, max_norm, norm, foreach=True)
+    return norm
+
+
+def all_reduce_max(value: int, world: World) -> int:
+    if not world.distributed:
+        return value
+    t = torch.tensor([value], device=world.device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return int(t.item())
+
+
+def all_gather_json(obj: object, world: World) -> list:
+    """Every rank's JSON-serialisable `obj`, in rank order (typed data, no pickles)."""
+    if not world.distributed:
+        return [obj]
+    data = torch.frombuffer(bytearray(json.dumps(obj).encode()), dtype=torch.uint8).to(world.device)
+    size = all_reduce_max(data.numel(), world)
+    padded = torch.zeros(size, dtype=torch.uint8, device=world.device)
+    padded[: data.numel()] = data
+    gathered = [torch.empty_like(padded) for _ in range(world.world_size)]
+    dist.all_gather(gathered, padded)
+    return [json.loads(bytes(g.cpu().tolist()).rstrip(b"\0")) for g in gathered]
+
+
+def barrier(world: World) -> None:
+    if world.distributed:
+        dist.barrier()

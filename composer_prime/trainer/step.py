@@ -1,0 +1,93 @@
+"""One optimizer step on one TrainBatch: forward, log-probs, loss, backward per micro-batch, then clip + AdamW."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from composer_prime.batch import TrainBatch
+from composer_prime.loss.packed import packed_loss
+from composer_prime.loss.registry import Loss
+from composer_prime.trainer.config import OptimConfig
+from composer_prime.trainer.data import MicroBatchTensors
+from composer_prime.trainer.logprobs import forward_logprobs
+from composer_prime.trainer.parallel import World, all_gather_json, all_reduce_max, clip_grad_norm
+
+
+@dataclass
+class StepResult:
+    loss: float
+    """The step's loss: sum over all ranks' loss tokens divided by the global loss-token count."""
+    grad_norm: float
+    loss_metrics: dict[str, float]
+    """Mean of each metric the loss returned, over all its values on all ranks."""
+    num_tokens: int
+    """Packed tokens forwarded by all ranks (padding included: it is compute spent)."""
+
+
+def learning_rate(step: int, optim: OptimConfig) -> float:
+    """Linear warm-up over the first `warmup_steps` steps (step is 1-based), then constant."""
+    if optim.warmup_steps == 0:
+        return optim.lr
+    return optim.lr * min(1.0, step / optim.warmup_steps)
+
+
+def train_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: TrainBatch,
+    loss: Loss,
+    lr: float,
+    max_norm: float,
+    world: World,
+) -> StepResult:
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    micro_batches = [MicroBatchTensors.from_message(m, world.device) for m in batch.micro_batches]
+    num_tokens = sum(mb.input_ids.numel() for mb in micro_batches)
+    # FSDP's collectives run once per forward/backward: every rank must run as many.
+    missing = all_reduce_max(len(micro_batches), world) - len(micro_batches)
+    micro_batches += [MicroBatchTensors.placeholder(world.device) for _ in range(missing)]
+    scale = max(batch.num_loss_tokens, 1)
+
+    loss_sum = torch.zeros((), dtype=torch.float64, device=world.device)
+    metric_sums: dict[str, torch.Tensor] = {}
+    metric_counts: dict[str, int] = {}
+    for mb in micro_batches:
+        logprobs = forward_logprobs(model, mb.input_ids, mb.position_ids, batch.temperature)
+        micro_loss, outputs = packed_loss(
+            loss, logprobs, mb.inference_logprobs, mb.advantages, mb.loss_mask, mb.position_ids
+        )
+        (micro_loss / scale).backward()
+        loss_sum += micro_loss.detach()
+        for out in outputs:
+            for key, value in out.metrics.items():
+                value = value.detach().double()
+                metric_sums[key] = metric_sums.get(key, 0) + value.sum()
+                metric_counts[key] = metric_counts.get(key, 0) + value.numel()
+
+    grad_norm = clip_grad_norm([p for p in model.parameters() if p.grad is not None], max_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+    keys = sorted(metric_sums)
+    values = torch.stack([loss_sum, *(metric_sums[k] for k in keys)]).tolist()  # one device sync
+    local = {
+        "loss_sum": values[0],
+        "num_tokens": num_tokens,
+        "metrics": {k: [v, metric_counts[k]] for k, v in zip(keys, values[1:])},
+    }
+    ranks = all_gather_json(local, world)
+    totals: dict[str, list[float]] = {}
+    for r in ranks:
+        for key, (s, n) in r["metrics"].items():
+            acc = totals.setdefault(key, [0.0, 0])
+            acc[0] += s
+            acc[1] += n
+    return StepResult(
+        loss=sum(r["loss_sum"] for r in ranks) / scale,
+        grad_norm=float(grad_norm),
+        loss_metrics={k: s / n for k, (s, n) in totals.items() if n > 0},
+        num_tokens=sum(r["num_tokens"] for r in ranks),
+    )

@@ -1,0 +1,69 @@
+import pytest
+from pathlib import Path
+
+import torch
+
+from composer_prime.cli import run_cli
+from composer_prime.config import ModelConfig
+from composer_prime.model.load import load_model, load_tokenizer
+from composer_prime.model.tiny import IM_END, TinyModelConfig, build
+
+MESSAGES = [
+    {"role": "system", "content": "Reverse the letters."},
+    {"role": "user", "content": "c a t"},
+]
+CHATML = "<|im_start|>system\nReverse the letters.<|im_end|>\n<|im_start|>user\nc a t<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _build(path: Path, seed: int = 0) -> Path:
+    return build(TinyModelConfig(output_dir=path, seed=seed, corpus_lines=2000))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return _build(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def test_loads_with_the_project_loaders_and_generates_until_im_end(tiny):
+    tokenizer = load_tokenizer(ModelConfig(path=str(tiny)))
+    model = load_model(ModelConfig(path=str(tiny)))
+    assert 0.8e6 < sum(p.numel() for p in model.parameters()) < 1.1e6
+    assert model.config.model_type == "qwen3" and model.config.tie_word_embeddings
+    assert tokenizer.eos_token == IM_END and tokenizer.pad_token_id not in (None, tokenizer.eos_token_id)
+    assert model.generation_config.eos_token_id == tokenizer.convert_tokens_to_ids(IM_END)
+    assert "chat_template" in (tiny / "tokenizer_config.json").read_text()
+
+    inputs = tokenizer(["c a t"], return_tensors="pt")  # no token_type_ids: Qwen3 rejects them
+    torch.manual_seed(0)
+    out = model.generate(**inputs, max_new_tokens=8, do_sample=True)
+    assert out.shape[0] == 1 and out.shape[1] > inputs["input_ids"].shape[1]
+
+
+def test_chat_template_round_trips(tiny):
+    tokenizer = load_tokenizer(ModelConfig(path=str(tiny)))
+    assert tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False) == CHATML
+    assert tokenizer.apply_chat_template(MESSAGES, tokenize=False) == CHATML.removesuffix("<|im_start|>assistant\n")
+    ids = tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True)
+    assert tokenizer.decode(ids) == CHATML
+    assert ids.count(tokenizer.convert_tokens_to_ids("<|im_start|>")) == 3
+    # Space-separated letters are one token each, whatever the BPE merges.
+    assert len(tokenizer.encode("z y x w v", add_special_tokens=False)) == 5
+    assert tokenizer.decode(ids, skip_special_tokens=True).count("im_") == 0
+
+
+@pytest.mark.slow
+def test_build_is_deterministic_for_a_seed(tmp_path, tiny):
+    again, other = _build(tmp_path / "again"), _build(tmp_path / "other", seed=1)
+    for name in ("model.safetensors", "tokenizer.json", "tokenizer_config.json", "config.json"):
+        assert (again / name).read_bytes() == (tiny / name).read_bytes(), name
+    assert (other / "model.safetensors").read_bytes() != (tiny / "model.safetensors").read_bytes()
+    assert (other / "tokenizer.json").read_bytes() != (tiny / "tokenizer.json").read_bytes()
+
+
+def test_bad_config_is_one_line(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        run_cli(TinyModelConfig, build, ["--output-dir", str(tmp_path / "m"), "--num-heads", "3"])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and "\n" not in err
+    assert err.startswith("error: config:") and "num_heads" in err
+    assert not (tmp_path / "m").exists()

@@ -1,0 +1,49 @@
+"""The committed warm start (configs/quickstart/warmstart) is what the quickstart configs describe,
+and it is partly competent: RL needs reward both below 1 and varying within a group."""
+
+import asyncio
+import statistics
+from pathlib import Path
+
+import torch
+
+from composer_prime.cli import parse_config
+from composer_prime.config import ModelConfig
+from composer_prime.model.load import load_model, load_tokenizer
+from composer_prime.model.tiny import TinyModelConfig
+from composer_prime.orchestrator.envs import load_environment
+from composer_prime.sft.config import SFTConfig
+
+QUICKSTART = Path(__file__).parents[2] / "configs" / "quickstart"
+WARMSTART = QUICKSTART / "warmstart"
+
+
+def test_quickstart_configs_chain_into_the_warm_start():
+    tiny = parse_config(TinyModelConfig, ["@", str(QUICKSTART / "tiny_model.toml")])
+    sft = parse_config(SFTConfig, ["@", str(QUICKSTART / "sft.toml")])
+    assert Path(sft.model.path) == tiny.output_dir
+    assert sft.save_dir == Path("configs/quickstart/warmstart")
+    assert sum(f.stat().st_size for f in WARMSTART.iterdir()) < 5_000_000
+
+
+def test_warm_start_is_partly_competent_with_spread_within_groups():
+    config = ModelConfig(path=str(WARMSTART))
+    tokenizer, model = load_tokenizer(config), load_model(config).eval()
+    env = load_environment(parse_config(SFTConfig, ["@", str(QUICKSTART / "sft.toml")]).env)
+    examples, k = env.examples("eval")[:32], 4
+    tokenizer.padding_side = "left"
+    prompts = [tokenizer.apply_chat_template(e.prompt, add_generation_prompt=True, tokenize=False) for e in examples]
+    inputs = tokenizer([p for p in prompts for _ in range(k)], return_tensors="pt", padding=True, add_special_tokens=False)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        out = model.generate(**inputs, max_new_tokens=16, do_sample=True, temperature=1.0, top_k=None, top_p=1.0)
+    texts = tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+
+    async def score_all():
+        return [(await env.score(examples[i // k], text)).reward for i, text in enumerate(texts)]
+
+    rewards = asyncio.run(score_all())
+    groups = [rewards[i : i + k] for i in range(0, len(rewards), k)]
+    mean = statistics.mean(rewards)
+    assert 0.25 < mean < 0.7, mean
+    assert sum(max(g) > min(g) for g in groups) >= len(groups) // 2

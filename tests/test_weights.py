@@ -1,0 +1,61 @@
+"""Published weight versions: complete or invisible, and publishable for tied embeddings."""
+
+import torch
+from safetensors.torch import load_file
+from transformers import Qwen3Config, Qwen3ForCausalLM
+
+from composer_prime.weights import (
+    STABLE,
+    WEIGHTS_FILE,
+    latest_version,
+    list_versions,
+    load_version_state_dict,
+    prune_versions,
+    publish_weights,
+    version_dir,
+)
+
+
+def tiny_tied_model() -> Qwen3ForCausalLM:
+    config = Qwen3Config(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=8, tie_word_embeddings=True)
+    return Qwen3ForCausalLM(config)
+
+
+def test_tied_weights_publish_as_separate_equal_tensors(tmp_path):
+    model = tiny_tied_model()
+    state = model.state_dict()
+    path = publish_weights(tmp_path, 1, state, model.config.to_json_string())
+    back = load_file(str(path / WEIGHTS_FILE))
+    assert back.keys() == state.keys()
+    assert torch.equal(back["lm_head.weight"], back["model.embed_tokens.weight"])
+    assert state["lm_head.weight"].data_ptr() == model.model.embed_tokens.weight.data_ptr(), "model left untouched"
+
+
+def test_only_complete_versions_are_visible(tmp_path):
+    model = tiny_tied_model()
+    assert latest_version(tmp_path) == 0
+    for version in (1, 2, 3):
+        publish_weights(tmp_path, version, model.state_dict(), model.config.to_json_string())
+    # A crash mid-write leaves a temporary directory and a directory without STABLE: neither counts.
+    (version_dir(tmp_path, 9).with_name(".tmp_step_9")).mkdir()
+    version_dir(tmp_path, 7).mkdir()
+    assert list_versions(tmp_path) == [1, 2, 3] and latest_version(tmp_path) == 3
+    try:
+        load_version_state_dict(version_dir(tmp_path, 7))
+    except FileNotFoundError as exc:
+        assert STABLE in str(exc)
+    else:
+        raise AssertionError("an incomplete version was loaded")
+    prune_versions(tmp_path, keep_last=2)
+    assert list_versions(tmp_path) == [2, 3]
+
+
+def test_republishing_a_version_replaces_it_whole(tmp_path):
+    model = tiny_tied_model()
+    publish_weights(tmp_path, 1, model.state_dict(), model.config.to_json_string())
+    changed = {k: v + 1 for k, v in model.state_dict().items()}
+    publish_weights(tmp_path, 1, changed, model.config.to_json_string())
+    back = load_version_state_dict(version_dir(tmp_path, 1))
+    assert torch.equal(back["model.norm.weight"], changed["model.norm.weight"])
+    assert sorted(p.name for p in (tmp_path / "broadcasts").iterdir()) == ["step_1"]

@@ -1,0 +1,97 @@
+"""Data parallel: `torchrun --nproc-per-node 2` (FSDP2 on gloo) trains like one process on the same global batch."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from composer_prime.utils.metrics import read_metrics
+from composer_prime.weights import WEIGHTS_FILE, version_dir
+from composer_prime.utils.net import free_port
+
+pytestmark = pytest.mark.slow
+
+STEPS = (1, 2, 3)
+# Rank 0 gets 6 samples (3 micro-batches), rank 1 gets 2 (1 micro-batch): the ranks must still
+# agree on the number of forward/backward passes.
+SPLIT = [[0, 1, 2, 3, 4, 5], [6, 7]]
+SETTINGS = {"max_steps": 3, "keep_weight_versions": 5, "ckpt.keep_last": 5, "optim.max_norm": 100.0}
+
+
+def samples_of(helpers, step):
+    return helpers.make_samples(100 + step, 8)
+
+
+def write_batches(helpers, out, world_size):
+    for step in STEPS:
+        split = SPLIT if world_size == 2 else None
+        helpers.write_step(out, step, samples_of(helpers, step), world_size=world_size, rows_per_micro=1, split=split)
+
+
+
+
+def run_two_ranks(helpers, config):
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+        "--master-port", str(free_port()), "-m", "composer_prime.trainer.main", "@", str(config),
+    ]
+    env = helpers.trainer_env(GLOO_SOCKET_IFNAME="lo", MASTER_ADDR="127.0.0.1")
+    result = subprocess.run(command, cwd=helpers.REPO, env=env, capture_output=True, text=True, timeout=150)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return result
+
+
+def curve(out, key):
+    return [r[key] for r in read_metrics(out, "trainer")]
+
+
+def assert_same_weights(a_dir, b_dir, version):
+    a = load_file(str(version_dir(a_dir, version) / WEIGHTS_FILE))
+    b = load_file(str(version_dir(b_dir, version) / WEIGHTS_FILE))
+    assert a.keys() == b.keys()
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=1e-4, atol=1e-5, msg=key)
+
+
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory, tiny_model_dir, helpers):
+    """Reference: one process on the whole global batch of each step."""
+    out = tmp_path_factory.mktemp("one_process") / "run"
+    write_batches(helpers, out, world_size=1)
+    result = helpers.run_trainer(helpers.trainer_config(out, tiny_model_dir, **SETTINGS))
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out
+
+
+def test_two_ranks_match_one_process(tmp_path, tiny_model_dir, helpers, one_process):
+    out = tmp_path / "two_ranks"
+    write_batches(helpers, out, world_size=2)
+    run_two_ranks(helpers, helpers.trainer_config(out, tiny_model_dir, **SETTINGS))
+
+    assert curve(out, "loss") == pytest.approx(curve(one_process, "loss"), rel=1e-5)
+    # Adam ignores a global gradient scale, so the norm is what shows that ranks' gradients are
+    # summed (the loss is already divided by the global token count), not averaged.
+    assert curve(out, "grad_norm") == pytest.approx(curve(one_process, "grad_norm"), rel=1e-4)
+    for version in STEPS:
+        assert_same_weights(out, one_process, version)
+    sharded = torch.load(out / "checkpoints/step_3/optimizer.pt", weights_only=True)
+    single = torch.load(one_process / "checkpoints/step_3/optimizer.pt", weights_only=True)
+    assert sharded["state"].keys() == single["state"].keys()
+    for name, state in single["state"].items():
+        torch.testing.assert_close(sharded["state"][name]["exp_avg_sq"], state["exp_avg_sq"], rtol=1e-3, atol=1e-12)
+
+
+def test_two_ranks_resume_a_checkpoint_into_the_sharded_model(tmp_path, tiny_model_dir, helpers, one_process):
+    """The one-process checkpoint of step 2 (full state dicts) loads into 2 FSDP ranks, which then
+    train step 3 like the one process did."""
+    out = tmp_path / "resumed"
+    write_batches(helpers, out, world_size=2)
+    shutil.copytree(one_process / "checkpoints/step_2", out / "checkpoints/step_2")
+    result = run_two_ranks(helpers, helpers.trainer_config(out, tiny_model_dir, **SETTINGS))
+    assert "resumed from" in result.stderr
+    assert [r["step"] for r in read_metrics(out, "trainer")] == [3]
+    assert curve(out, "loss") == pytest.approx(curve(one_process, "loss")[2:], rel=1e-5)
+    assert_same_weights(out, one_process, 3)

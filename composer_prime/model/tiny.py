@@ -9,9 +9,7 @@ derives from `seed`, so two builds with one config are byte-identical.
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
 import string
 from pathlib import Path
 from typing import Annotated
@@ -23,7 +21,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
 from composer_prime.cli import run_cli
-from composer_prime.utils.fs import atomic_publish_dir
+from composer_prime.model.save import save_model
 
 PAD, IM_START, IM_END = "<|pad|>", "<|im_start|>", "<|im_end|>"
 
@@ -143,16 +141,7 @@ def build(config: TinyModelConfig) -> Path:
     """Write tokenizer + model to `config.output_dir`; returns it."""
     tokenizer = build_tokenizer(config)
     model = build_model(config, tokenizer)
-    out = Path(config.output_dir)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        # The template goes inside tokenizer_config.json, where every loader looks (vLLM included).
-        tokenizer.save_pretrained(tmp, save_jinja_files=False)
-        model.save_pretrained(tmp)
-        atomic_publish_dir(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    out = save_model(model, tokenizer, config.output_dir)
     params = sum(p.numel() for p in model.parameters())
     print(f"tiny model: {params / 1e6:.2f}M parameters, vocab {len(tokenizer)}, written to {out}", flush=True)
     return out

@@ -152,7 +152,10 @@ def load_environment(config: EnvConfig) -> Environment:
                 raise UserError(f"environment {config.id!r} yields tasks forever; bound it through env.args")
             tasks[split] = list(taskset)
         except ValidationError as exc:
-            problems = "; ".join(": ".join(filter(None, [".".join(map(str, e["loc"])), e["msg"]])) for e in exc.errors())
+            problems = "; ".join(
+                ": ".join(filter(None, (".".join(map(str, e["loc"])), e["msg"])))
+                for e in exc.errors()
+            )
             raise UserError(f"env.args for {config.id!r}: {problems}") from None
         except ValueError as exc:  # a taskset's own check of its arguments
             raise UserError(f"environment {config.id!r}: {exc}") from None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from itertools import islice
 from pathlib import Path
@@ -13,10 +12,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from composer_prime.cli import run_cli
 from composer_prime.model.load import load_model, load_tokenizer, resolve_device
+from composer_prime.model.save import save_model
 from composer_prime.orchestrator.envs import load_environment
 from composer_prime.sft.config import SFTConfig
 from composer_prime.sft.data import batch_indices, collate, demonstrations
-from composer_prime.utils.fs import atomic_publish_dir
 from composer_prime.utils.metrics import MetricsLogger
 
 
@@ -43,7 +42,8 @@ def train(config: SFTConfig) -> Path:
         bar = progress.add_task("sft", total=config.max_steps, loss="")
         for step, indices in enumerate(batches, start=1):
             step_start = time.perf_counter()
-            batch = {k: v.to(device) for k, v in collate([demos[i] for i in indices], tokenizer.pad_token_id).items()}
+            batch = collate([demos[i] for i in indices], tokenizer.pad_token_id)
+            batch = {k: v.to(device) for k, v in batch.items()}
             loss = model(**batch).loss
             loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), optim.max_norm)
@@ -53,17 +53,14 @@ def train(config: SFTConfig) -> Path:
             warmup.step()
             tokens = int(batch["attention_mask"].sum())
             seconds = time.perf_counter() - step_start
-            metrics.log(step, {"loss": loss, "grad_norm": grad_norm, "lr": lr, "tokens": tokens, "tokens_per_s": tokens / seconds})
+            metrics.log(step, {"loss": loss, "grad_norm": grad_norm, "lr": lr, "tokens": tokens,
+                               "tokens_per_s": tokens / seconds})
             progress.update(bar, advance=1, loss=f"loss {loss.item():.3f}")
     metrics.close()
 
-    save_dir = Path(config.save_dir or Path(config.output_dir) / "model")
-    tmp = save_dir.with_name(f".{save_dir.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp, save_jinja_files=False)
-    atomic_publish_dir(tmp, save_dir)
-    print(f"sft: {config.max_steps} steps in {time.perf_counter() - start:.0f}s, final loss {loss.item():.3f}, saved to {save_dir}", flush=True)
+    save_dir = save_model(model, tokenizer, config.save_dir or Path(config.output_dir) / "model")
+    seconds = time.perf_counter() - start
+    print(f"sft: {config.max_steps} steps in {seconds:.0f}s, final loss {loss.item():.3f}, saved to {save_dir}")
     return save_dir
 
 

@@ -24,9 +24,10 @@ def test_eval_strings_are_never_train_strings(seed, lengths):
 
 
 def test_tasks_are_deterministic_distinct_and_in_range():
-    first = _tasks(split="eval", num_examples=100, seed=3, min_length=4, max_length=6)
-    assert [t.data for t in first] == [t.data for t in _tasks(split="eval", num_examples=100, seed=3, min_length=4, max_length=6)]
-    assert [t.data.prompt for t in first] != [t.data.prompt for t in _tasks(split="eval", num_examples=100, seed=4, min_length=4, max_length=6)]
+    fields = dict(split="eval", num_examples=100, min_length=4, max_length=6)
+    first = _tasks(seed=3, **fields)
+    assert [t.data for t in first] == [t.data for t in _tasks(seed=3, **fields)]
+    assert [t.data.prompt for t in first] != [t.data.prompt for t in _tasks(seed=4, **fields)]
     prompts = [t.data.prompt for t in first]
     assert len(set(prompts)) == 100
     for task in first:
@@ -45,7 +46,8 @@ def test_impossible_requests_fail_with_a_reason():
 
 @pytest.mark.slow
 def test_builds_a_hub_ready_wheel(tmp_path):
-    subprocess.run(["uv", "build", "--wheel", "--out-dir", str(tmp_path), str(PACKAGE)], check=True, capture_output=True)
+    command = ["uv", "build", "--wheel", "--out-dir", str(tmp_path), str(PACKAGE)]
+    subprocess.run(command, check=True, capture_output=True)
     (wheel,) = tmp_path.glob("reverse_text-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()

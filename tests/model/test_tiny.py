@@ -1,6 +1,6 @@
-import pytest
 from pathlib import Path
 
+import pytest
 import torch
 
 from composer_prime.cli import run_cli
@@ -12,7 +12,11 @@ MESSAGES = [
     {"role": "system", "content": "Reverse the letters."},
     {"role": "user", "content": "c a t"},
 ]
-CHATML = "<|im_start|>system\nReverse the letters.<|im_end|>\n<|im_start|>user\nc a t<|im_end|>\n<|im_start|>assistant\n"
+CHATML = (
+    "<|im_start|>system\nReverse the letters.<|im_end|>\n"
+    "<|im_start|>user\nc a t<|im_end|>\n"
+    "<|im_start|>assistant\n"
+)
 
 
 def _build(path: Path, seed: int = 0) -> Path:
@@ -51,7 +55,6 @@ def test_chat_template_round_trips(tiny):
     assert tokenizer.decode(ids, skip_special_tokens=True).count("im_") == 0
 
 
-@pytest.mark.slow
 def test_build_is_deterministic_for_a_seed(tmp_path, tiny):
     again, other = _build(tmp_path / "again"), _build(tmp_path / "other", seed=1)
     for name in ("model.safetensors", "tokenizer.json", "tokenizer_config.json", "config.json"):

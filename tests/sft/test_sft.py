@@ -32,7 +32,7 @@ def test_loss_falls_only_on_the_answer_and_eos(tokenizer):
     examples = load_environment(ENV).examples("train")[:3]
     demos = demonstrations(examples, tokenizer)
     batch = collate(demos, tokenizer.pad_token_id)
-    for row, (example, demo) in enumerate(zip(examples, demos)):
+    for row, (example, demo) in enumerate(zip(examples, demos, strict=True)):
         labels = batch["labels"][row]
         trained = labels[labels != IGNORE].tolist()
         assert tokenizer.decode(trained) == example.answer + tokenizer.eos_token

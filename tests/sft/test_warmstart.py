@@ -33,7 +33,8 @@ def test_warm_start_is_partly_competent_with_spread_within_groups():
     examples, k = env.examples("eval")[:32], 4
     tokenizer.padding_side = "left"
     prompts = [tokenizer.apply_chat_template(e.prompt, add_generation_prompt=True, tokenize=False) for e in examples]
-    inputs = tokenizer([p for p in prompts for _ in range(k)], return_tensors="pt", padding=True, add_special_tokens=False)
+    repeated = [p for p in prompts for _ in range(k)]
+    inputs = tokenizer(repeated, return_tensors="pt", padding=True, add_special_tokens=False)
     torch.manual_seed(0)
     with torch.no_grad():
         out = model.generate(**inputs, max_new_tokens=16, do_sample=True, temperature=1.0, top_k=None, top_p=1.0)

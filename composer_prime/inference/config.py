@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 from pydantic_config import BaseConfig
 
-from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.config import LogConfig, ModelConfig, NumThreads
 
 
 class TransformersBackendConfig(BaseConfig):
@@ -19,14 +19,7 @@ class TransformersBackendConfig(BaseConfig):
     batch_wait_ms: Annotated[
         float, Field(ge=0, description="How long the scheduler waits to gather more requests into a batch.")
     ] = 5.0
-    num_threads: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            description="torch intra-op threads of this process; None keeps torch's default (one per core). "
-            "When trainer and inference share a few cores, 1 stops their thread pools spinning against each other.",
-        ),
-    ] = None
+    num_threads: NumThreads = None
 
 
 class VLLMBackendConfig(BaseConfig):

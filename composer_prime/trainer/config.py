@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from pydantic_config import BaseConfig
 
-from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.config import LogConfig, ModelConfig, NumThreads
 
 
 class OptimConfig(BaseConfig):
@@ -58,12 +58,5 @@ class TrainerConfig(BaseConfig):
     batch_timeout_s: Annotated[
         float, Field(gt=0, description="Give up when no batch arrives for this long (orchestrator gone).")
     ] = 1800.0
-    num_threads: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            description="torch intra-op threads per trainer process; None keeps torch's default (one per core). "
-            "When trainer and inference share a few cores, 1 stops their thread pools spinning against each other.",
-        ),
-    ] = None
+    num_threads: NumThreads = None
     log: LogConfig = LogConfig()

@@ -33,15 +33,25 @@ def version_dir(output_dir: Path, version: int) -> Path:
     return broadcast_root(output_dir) / f"step_{version}"
 
 
-def publish_weights(output_dir: Path, version: int, state_dict: dict[str, torch.Tensor], config_json: str) -> Path:
-    """Write version `version` atomically; returns its directory."""
+# Everything but the weights that makes a version a loadable HF model directory on its own, so that
+# `eval`, vLLM or a volunteer worker can open `broadcasts/step_N` like any checkpoint.
+MODEL_ASSETS = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
+                "generation_config.json", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json")
+
+
+def publish_weights(output_dir: Path, version: int, state_dict: dict[str, torch.Tensor], config_json: str,
+                    assets_dir: Path | None = None) -> Path:
+    """Write version `version` atomically, with the tokenizer files found in `assets_dir`; returns its directory."""
     final = version_dir(output_dir, version)
     tmp = final.with_name(f".tmp_step_{version}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     tensors = _distinct_storage({k: v.detach().to("cpu").contiguous() for k, v in state_dict.items()})
-    save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"version": str(version)})
+    save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format": "pt", "version": str(version)})
     (tmp / "config.json").write_text(config_json)
+    for name in MODEL_ASSETS if assets_dir is not None else ():
+        if (Path(assets_dir) / name).is_file():
+            shutil.copyfile(Path(assets_dir) / name, tmp / name)
     (tmp / STABLE).write_text(json.dumps({"version": version, "time": time.time()}))
     atomic_publish_dir(tmp, final)
     return final

@@ -59,3 +59,17 @@ def test_republishing_a_version_replaces_it_whole(tmp_path):
     back = load_version_state_dict(version_dir(tmp_path, 1))
     assert torch.equal(back["model.norm.weight"], changed["model.norm.weight"])
     assert sorted(p.name for p in (tmp_path / "broadcasts").iterdir()) == ["step_1"]
+
+
+def test_a_version_with_assets_is_a_loadable_model_directory(tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from composer_prime.model.tiny import TinyModelConfig, build
+
+    source = build(TinyModelConfig(output_dir=tmp_path / "tiny"))
+    model = AutoModelForCausalLM.from_pretrained(source)
+    path = publish_weights(tmp_path / "run", 1, model.state_dict(), model.config.to_json_string(), assets_dir=source)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    assert tokenizer.chat_template and tokenizer.eos_token == "<|im_end|>"
+    reloaded = AutoModelForCausalLM.from_pretrained(path)
+    assert torch.equal(reloaded.model.norm.weight, model.model.norm.weight)

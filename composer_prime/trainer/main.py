@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from pathlib import Path
 
 import torch
 
@@ -98,6 +99,7 @@ def train(config: TrainerConfig, world: World) -> None:
         ckpt.remove_checkpoints_after(config.output_dir, start)  # only with ckpt.resume off can any exist
         _drop_versions_after(config, start)
     config_json = model.config.to_json_string()
+    assets_dir = Path(config.model.path) if Path(config.model.path).is_dir() else None
 
     metrics = None
     if world.is_main:
@@ -117,7 +119,7 @@ def train(config: TrainerConfig, world: World) -> None:
                 _checkpoint(config, step, model, optimizer, world)
             state = full_model_state_dict(model, world)
             if world.is_main:
-                publish_weights(config.output_dir, step, state, config_json)
+                publish_weights(config.output_dir, step, state, config_json, assets_dir)
                 prune_versions(config.output_dir, config.keep_weight_versions)
             del state
             step_s = time.perf_counter() - t0 + idle_s

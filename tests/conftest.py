@@ -12,3 +12,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def cli_error(capsys):
+    """Run an entry point in-process on bad args; assert it exits 2 with one `error:` line and return it."""
+    from composer_prime.cli import run_cli
+
+    def run(config_cls, main, args) -> str:
+        with pytest.raises(SystemExit) as exit_:
+            run_cli(config_cls, main, args=args)
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err, err
+        return err
+
+    return run

@@ -5,28 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, model_validator
-from pydantic_config import BaseConfig
+from pydantic import Field
 
 from composer_prime.config import LogConfig, ModelConfig
 from composer_prime.inference.config import TransformersBackendConfig, VLLMBackendConfig
-from composer_prime.orchestrator.config import EnvConfig
+from composer_prime.orchestrator.config import EnvConfig, PassAtKConfig
 
 
-class EvalCommandConfig(BaseConfig):
+class EvalCommandConfig(PassAtKConfig):
     """Start an inference server on a model, evaluate it on an environment's eval split, stop the server."""
 
     model: ModelConfig = ModelConfig()
     env: EnvConfig = EnvConfig()
     num_examples: Annotated[int, Field(ge=1, description="Held-out prompts to evaluate on.")] = 64
-    k: Annotated[int, Field(ge=1, description="pass@k's k.")] = 1
-    samples_per_prompt: Annotated[
-        int | None,
-        Field(ge=1, description="Samples n drawn per prompt for the unbiased pass@k estimator (n >= k); None: n = k."),
-    ] = None
-    temperature: Annotated[float, Field(ge=0, description="Sampling temperature (0 = greedy).")] = 0.0
     max_tokens: Annotated[int, Field(ge=1, description="Most completion tokens per sample.")] = 64
-    pass_threshold: Annotated[float, Field(description="A sample passes when its reward is >= this.")] = 1.0
     seed: Annotated[int, Field(description="Seed of the per-prompt sampling seeds.")] = 0
     max_concurrent: Annotated[int, Field(ge=1, description="Prompts in flight at once.")] = 16
     port: Annotated[
@@ -43,13 +35,3 @@ class EvalCommandConfig(BaseConfig):
         Path | None, Field(description="Append the results to <output_dir>/metrics.jsonl and keep the server log.")
     ] = None
     log: LogConfig = LogConfig()
-
-    @property
-    def n(self) -> int:
-        return self.samples_per_prompt or self.k
-
-    @model_validator(mode="after")
-    def _enough_samples(self) -> EvalCommandConfig:
-        if self.n < self.k:
-            raise ValueError(f"samples_per_prompt ({self.n}) must be >= k ({self.k})")
-        return self

@@ -21,8 +21,8 @@ from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.config import InferenceConfig
 from composer_prime.model.load import load_tokenizer
 from composer_prime.orchestrator.envs import load_environment
-from composer_prime.utils.net import check_port_free, free_port
 from composer_prime.utils.metrics import MetricsLogger
+from composer_prime.utils.net import check_port_free, free_port
 
 
 def run_eval(config: EvalCommandConfig, work_dir: Path) -> EvalResult:

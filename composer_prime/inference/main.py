@@ -14,7 +14,6 @@ import signal
 import socket
 
 from composer_prime.cli import run_cli
-from composer_prime.errors import UserError
 from composer_prime.inference.config import InferenceConfig
 from composer_prime.utils.net import bind
 

@@ -44,9 +44,9 @@ class AdvantageConfig(BaseConfig):
     ] = 8
 
 
-class EvalConfig(BaseConfig):
-    num_examples: Annotated[int, Field(ge=0, description="Held-out prompts per evaluation; 0 disables eval.")] = 64
-    interval: Annotated[int, Field(ge=0, description="Evaluate every N steps (0: only at start and end).")] = 0
+class PassAtKConfig(BaseConfig):
+    """How held-out prompts are sampled and counted: shared by in-run eval and the `eval` command."""
+
     temperature: Annotated[float, Field(ge=0, description="Eval sampling temperature (0 = greedy).")] = 0.0
     k: Annotated[int, Field(ge=1, description="Samples per prompt for pass@k.")] = 1
     samples_per_prompt: Annotated[
@@ -60,10 +60,15 @@ class EvalConfig(BaseConfig):
         return self.samples_per_prompt or self.k
 
     @model_validator(mode="after")
-    def _enough_samples(self) -> EvalConfig:
+    def _enough_samples(self) -> PassAtKConfig:
         if self.n < self.k:
             raise ValueError(f"samples_per_prompt ({self.n}) must be >= k ({self.k})")
         return self
+
+
+class EvalConfig(PassAtKConfig):
+    num_examples: Annotated[int, Field(ge=0, description="Held-out prompts per evaluation; 0 disables eval.")] = 64
+    interval: Annotated[int, Field(ge=0, description="Evaluate every N steps (0: only at start and end).")] = 0
 
 
 class OrchestratorConfig(BaseConfig):

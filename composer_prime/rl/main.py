@@ -22,9 +22,9 @@ from composer_prime.cli import run_cli
 from composer_prime.config import write_config
 from composer_prime.errors import UserError
 from composer_prime.rl.config import RLConfig
+from composer_prime.utils.metrics import read_metrics
 from composer_prime.utils.net import check_port_free, free_port
 from composer_prime.utils.processes import Child, spawn, stop
-from composer_prime.utils.metrics import read_metrics
 
 console = Console(stderr=True)
 

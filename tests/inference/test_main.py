@@ -19,8 +19,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from composer_prime.utils.metrics import read_metrics
-from composer_prime.weights import publish_weights
 from composer_prime.utils.net import free_port
+from composer_prime.weights import publish_weights
 
 INFERENCE = str(Path(sys.executable).with_name("inference"))  # what `uv run inference` runs
 

@@ -1,8 +1,8 @@
 from pathlib import Path
 
 from composer_prime.cli import parse_config
-from composer_prime.rl.config import RLConfig
 from composer_prime.config import write_config
+from composer_prime.rl.config import RLConfig
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from composer_prime.weights import STABLE, broadcast_root
 from composer_prime.utils.net import free_port
+from composer_prime.weights import STABLE, broadcast_root
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_STEPS = 5

@@ -9,8 +9,8 @@ import torch
 from safetensors.torch import load_file
 
 from composer_prime.utils.metrics import read_metrics
-from composer_prime.weights import WEIGHTS_FILE, version_dir
 from composer_prime.utils.net import free_port
+from composer_prime.weights import WEIGHTS_FILE, version_dir
 
 pytestmark = pytest.mark.slow
 

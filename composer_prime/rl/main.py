@@ -22,7 +22,7 @@ from composer_prime.cli import run_cli
 from composer_prime.config import write_config
 from composer_prime.errors import UserError
 from composer_prime.rl.config import RLConfig
-from composer_prime.utils.metrics import read_metrics
+from composer_prime.utils.metrics import MetricsFollower, read_metrics
 from composer_prime.utils.net import check_port_free, free_port
 from composer_prime.utils.processes import Child, spawn, stop
 
@@ -59,13 +59,20 @@ def commands(config: RLConfig, config_dir: Path) -> dict[str, list[str]]:
     }
 
 
-def _progress_fields(output_dir: Path) -> tuple[int, str]:
-    trainer = read_metrics(output_dir, "trainer")
-    orch = [r for r in read_metrics(output_dir, "orchestrator") if "reward/mean" in r]
-    step = trainer[-1]["step"] if trainer else 0
-    loss = f"loss {trainer[-1].get('loss', float('nan')):+.4f}" if trainer else "loss -"
-    reward = f"reward {orch[-1]['reward/mean']:.3f}" if orch else "reward -"
-    return step, f"{reward}  {loss}"
+class _ProgressInfo:
+    """The newest trainer step, loss and train reward, updated from new metrics records only."""
+
+    def __init__(self, output_dir: Path):
+        self.follower = MetricsFollower(output_dir)
+        self.step, self.loss, self.reward = 0, "loss -", "reward -"
+
+    def update(self) -> tuple[int, str]:
+        for record in self.follower.new_records():
+            if record["process"] == "trainer" and "loss" in record:
+                self.step, self.loss = record["step"], f"loss {record['loss']:+.4f}"
+            elif record["process"] == "orchestrator" and "reward/mean" in record:
+                self.reward = f"reward {record['reward/mean']:.3f}"
+        return self.step, f"{self.reward}  {self.loss}"
 
 
 def supervise(config: RLConfig, children: dict[str, Child]) -> None:
@@ -75,6 +82,7 @@ def supervise(config: RLConfig, children: dict[str, Child]) -> None:
                TimeElapsedColumn())
     with Progress(*columns, console=console, disable=not config.log.progress) as progress:
         task = progress.add_task("steps", total=config.max_steps, info="starting")
+        info = _ProgressInfo(config.output_dir)
         while True:
             for child in children.values():
                 code = child.poll()
@@ -83,8 +91,8 @@ def supervise(config: RLConfig, children: dict[str, Child]) -> None:
                                     f"(log: {child.log_path})")
             if all(w.poll() == 0 for w in workers):
                 return
-            step, info = _progress_fields(config.output_dir)
-            progress.update(task, completed=step, info=info)
+            step, text = info.update()
+            progress.update(task, completed=step, info=text)
             time.sleep(0.5)
 
 

@@ -56,3 +56,21 @@ def read_metrics(output_dir: Path, process: str | None = None) -> list[dict[str,
         return []
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [r for r in records if process is None or r.get("process") == process]
+
+
+class MetricsFollower:
+    """Reads only the records appended since the last call, like `tail -f`, for live displays."""
+
+    def __init__(self, output_dir: Path):
+        self.path = Path(output_dir) / "metrics.jsonl"
+        self._offset = 0
+
+    def new_records(self) -> list[dict[str, Any]]:
+        if not self.path.is_file():
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        complete = data[: data.rfind(b"\n") + 1]  # a line still being written waits for the next call
+        self._offset += len(complete)
+        return [json.loads(line) for line in complete.splitlines() if line.strip()]

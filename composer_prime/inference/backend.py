@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from composer_prime.inference.config import InferenceConfig
-from composer_prime.inference.protocol import GenerateRequest, GenerateResponse
+from composer_prime.inference.protocol import GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
 from composer_prime.weights import STABLE
 
 if TYPE_CHECKING:
@@ -36,6 +36,12 @@ class Backend(ABC):
         prompt longer than the context)."""
 
     @abstractmethod
+    async def score(self, request: ScoreRequest) -> ScoreResponse:
+        """The model's distribution at each completion token, teacher-forced, on the current weights.
+
+        Raises ValueError for token ids out of range or a sequence longer than the context."""
+
+    @abstractmethod
     async def load_weights(self, path: str, version: int) -> None:
         """Load the published version directory `path` and call it `version`.
 
@@ -55,13 +61,13 @@ def require_stable(path: str) -> Path:
     return directory
 
 
-def check_prompt(request: GenerateRequest, vocab_size: int, max_len: int | None) -> None:
-    """Reject what would otherwise crash the shared batch: unknown token ids, over-long prompts."""
-    bad = [t for t in request.prompt_token_ids if not 0 <= t < vocab_size]
+def check_prompt(token_ids: list[int], vocab_size: int, max_len: int | None) -> None:
+    """Reject what would otherwise crash the shared batch: unknown token ids, over-long sequences."""
+    bad = [t for t in token_ids if not 0 <= t < vocab_size]
     if bad:
-        raise ValueError(f"prompt token id {bad[0]} is outside the vocabulary [0, {vocab_size})")
-    if max_len is not None and len(request.prompt_token_ids) >= max_len:
-        raise ValueError(f"prompt has {len(request.prompt_token_ids)} tokens; the model's context is {max_len}")
+        raise ValueError(f"token id {bad[0]} is outside the vocabulary [0, {vocab_size})")
+    if max_len is not None and len(token_ids) >= max_len:
+        raise ValueError(f"{len(token_ids)} tokens do not fit the model's context of {max_len}")
 
 
 def make_backend(config: InferenceConfig) -> Backend:

@@ -13,6 +13,8 @@ from composer_prime.inference.protocol import (
     GenerateRequest,
     GenerateResponse,
     HealthResponse,
+    ScoreRequest,
+    ScoreResponse,
     UpdateWeightsRequest,
     UpdateWeightsResponse,
 )
@@ -60,6 +62,11 @@ class InferenceClient:
         response = await self._http.post("/generate", json=request.model_dump())
         response.raise_for_status()
         return GenerateResponse.model_validate(response.json())
+
+    async def score(self, request: ScoreRequest) -> ScoreResponse:
+        response = await self._http.post("/score", json=request.model_dump())
+        response.raise_for_status()
+        return ScoreResponse.model_validate(response.json())
 
     async def update_weights(self, path: str, version: int) -> int:
         body = UpdateWeightsRequest(path=path, version=version).model_dump()

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: POST /score
 
 
 class GenerateRequest(BaseModel):
@@ -35,6 +35,25 @@ class Completion(BaseModel):
 class GenerateResponse(BaseModel):
     completions: list[Completion]
     weight_version: int = Field(description="Policy version that produced every completion of this response.")
+
+
+class ScoreRequest(BaseModel):
+    """Teacher-forced scoring: the model's distribution at every token of a given completion."""
+
+    prompt_token_ids: list[int] = Field(min_length=1)
+    completion_token_ids: list[int] = Field(min_length=1)
+    temperature: float = Field(default=1.0, gt=0.0, description="Logits are divided by it before the softmax.")
+    top_k: int = Field(default=0, ge=0, le=1024, description="Also return the k most likely tokens at each position.")
+
+
+class ScoreResponse(BaseModel):
+    """Per completion token t (all lists have one entry per completion token)."""
+
+    logprobs: list[float] = Field(description="log p(completion[t] | prompt, completion[:t]).")
+    entropies: list[float] | None = Field(description="Entropy of the distribution at t (None: the engine cannot tell).")
+    top_ids: list[list[int]] = Field(description="The top_k token ids at t, most likely first.")
+    top_logprobs: list[list[float]] = Field(description="Their log-probs.")
+    weight_version: int
 
 
 class UpdateWeightsRequest(BaseModel):

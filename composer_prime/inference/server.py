@@ -1,6 +1,6 @@
 """The inference HTTP app: native token routes, weight reloads, and the OpenAI-compatible routes.
 
-Native protocol (protocol.py): GET /health, POST /generate, POST /update_weights.
+Native protocol (protocol.py): GET /health, POST /generate, POST /score, POST /update_weights.
 OpenAI-compatible (openai_compat.py): POST /v1/completions, POST /v1/chat/completions, GET /v1/models.
 """
 
@@ -16,6 +16,8 @@ from composer_prime.inference.protocol import (
     GenerateRequest,
     GenerateResponse,
     HealthResponse,
+    ScoreRequest,
+    ScoreResponse,
     UpdateWeightsRequest,
     UpdateWeightsResponse,
 )
@@ -70,6 +72,13 @@ def create_app(backend: Backend, metrics: MetricsLogger | None = None) -> FastAP
             raise HTTPException(status_code=400, detail=str(exc)) from None
         throughput.add(len(request.prompt_token_ids), sum(len(c.token_ids) for c in response.completions))
         return response
+
+    @app.post("/score")
+    async def score(request: ScoreRequest) -> ScoreResponse:
+        try:
+            return await backend.score(request)
+        except ValueError as exc:
+            raise HTTPException(status_code=400, detail=str(exc)) from None
 
     @app.post("/update_weights")
     async def update_weights(request: UpdateWeightsRequest) -> UpdateWeightsResponse:

@@ -33,7 +33,13 @@ from transformers.cache_utils import DynamicLayer
 from composer_prime.config import ModelConfig
 from composer_prime.inference.backend import Backend, check_prompt, require_stable
 from composer_prime.inference.config import TransformersBackendConfig
-from composer_prime.inference.protocol import Completion, GenerateRequest, GenerateResponse
+from composer_prime.inference.protocol import (
+    Completion,
+    GenerateRequest,
+    GenerateResponse,
+    ScoreRequest,
+    ScoreResponse,
+)
 from composer_prime.inference.sampling import sample
 from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.weights import load_version_state_dict
@@ -80,6 +86,11 @@ class _Generate(_Job):
 class _Reload(_Job):
     state_dict: dict[str, torch.Tensor]
     version: int
+
+
+@dataclass(eq=False)
+class _Score(_Job):
+    request: ScoreRequest
 
 
 @dataclass
@@ -188,7 +199,7 @@ class TransformersBackend(Backend):
     # ---- called from the event loop ----
 
     async def generate(self, request: GenerateRequest) -> GenerateResponse:
-        check_prompt(request, self._vocab_size, self._max_len)
+        check_prompt(request.prompt_token_ids, self._vocab_size, self._max_len)
         max_new = request.max_tokens
         if self._max_len is not None:
             max_new = min(max_new, self._max_len - len(request.prompt_token_ids))
@@ -199,6 +210,11 @@ class TransformersBackend(Backend):
             completions=[None] * request.n,
         )
         return await self._submit(job)
+
+    async def score(self, request: ScoreRequest) -> ScoreResponse:
+        check_prompt(request.prompt_token_ids + request.completion_token_ids, self._vocab_size, self._max_len)
+        loop = asyncio.get_running_loop()
+        return await self._submit(_Score(future=loop.create_future(), loop=loop, request=request))
 
     async def load_weights(self, path: str, version: int) -> None:
         state_dict = await asyncio.to_thread(load_version_state_dict, require_stable(path))
@@ -238,6 +254,9 @@ class TransformersBackend(Backend):
             while not self._closed:
                 self._receive(pending, block=batch is None and not pending)
                 head = pending[0] if pending else None
+                if isinstance(head, _Score):  # needs no cache: it runs between two decode steps
+                    self._score(pending.popleft())
+                    continue
                 if isinstance(head, _Reload):
                     if batch is None:
                         self._reload(pending.popleft())
@@ -410,6 +429,27 @@ class TransformersBackend(Backend):
             ))
         keep = (~(done | abandoned)).nonzero().squeeze(1)
         return batch.select(keep, trim=self._continuous) if keep.numel() else None
+
+    def _score(self, job: _Score) -> None:
+        request = job.request
+        try:
+            ids = torch.tensor([request.prompt_token_ids + request.completion_token_ids[:-1]], device=self._device)
+            logits = self.model(input_ids=ids, use_cache=False).logits[0, len(request.prompt_token_ids) - 1 :]
+            logprobs = F.log_softmax(logits.float() / request.temperature, dim=-1)
+            targets = torch.tensor(request.completion_token_ids, device=self._device)
+            chosen = logprobs.gather(-1, targets[:, None]).squeeze(-1)
+            entropies = -(logprobs.exp() * logprobs).sum(-1)
+            top = logprobs.topk(request.top_k, dim=-1) if request.top_k else None
+        except Exception as exc:  # noqa: BLE001 - reported to the caller
+            job.settle(error=exc)
+            return
+        job.settle(ScoreResponse(
+            logprobs=chosen.tolist(),
+            entropies=entropies.tolist(),
+            top_ids=top.indices.tolist() if top else [[] for _ in request.completion_token_ids],
+            top_logprobs=top.values.tolist() if top else [[] for _ in request.completion_token_ids],
+            weight_version=self.weight_version,
+        ))
 
     def _reload(self, job: _Reload) -> None:
         try:

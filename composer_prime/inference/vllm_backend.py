@@ -20,7 +20,13 @@ from composer_prime.config import ModelConfig
 from composer_prime.errors import UserError
 from composer_prime.inference.backend import Backend, check_prompt, require_stable
 from composer_prime.inference.config import VLLMBackendConfig
-from composer_prime.inference.protocol import Completion, GenerateRequest, GenerateResponse
+from composer_prime.inference.protocol import (
+    Completion,
+    GenerateRequest,
+    GenerateResponse,
+    ScoreRequest,
+    ScoreResponse,
+)
 from composer_prime.model.load import load_tokenizer
 from composer_prime.weights import load_version_state_dict
 
@@ -107,7 +113,7 @@ class VLLMBackend(Backend):
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
-        check_prompt(request, self._vocab_size, self._max_len)
+        check_prompt(request.prompt_token_ids, self._vocab_size, self._max_len)
         params = SamplingParams(
             n=request.n,
             max_tokens=min(request.max_tokens, self._max_len - len(request.prompt_token_ids)),
@@ -135,6 +141,37 @@ class VLLMBackend(Backend):
             for out in sorted(final.outputs, key=lambda out: out.index)
         ]
         return GenerateResponse(completions=completions, weight_version=version)
+
+    async def score(self, request: ScoreRequest) -> ScoreResponse:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        token_ids = request.prompt_token_ids + request.completion_token_ids
+        check_prompt(token_ids, self._vocab_size, self._max_len)
+        # vLLM's prompt_logprobs returns the k most likely tokens plus the scored one; it does not
+        # expose the whole distribution, so entropies stay unknown on this engine.
+        params = SamplingParams(
+            max_tokens=1, temperature=request.temperature, prompt_logprobs=request.top_k,
+            detokenize=False, output_kind=RequestOutputKind.FINAL_ONLY,
+        )
+        async with self._gate.generation():
+            version = self.weight_version
+            final = None
+            async for output in self._engine.generate(
+                TokensPrompt(prompt_token_ids=token_ids), params, request_id=uuid.uuid4().hex
+            ):
+                final = output
+        start = len(request.prompt_token_ids)
+        logprobs, top_ids, top_logprobs = [], [], []
+        for token, step in zip(request.completion_token_ids, final.prompt_logprobs[start:]):
+            logprobs.append(step[token].logprob)
+            ranked = sorted(((lp.rank, t, lp.logprob) for t, lp in step.items() if lp.rank <= request.top_k))
+            top_ids.append([t for _, t, _ in ranked][: request.top_k])
+            top_logprobs.append([lp for _, _, lp in ranked][: request.top_k])
+        return ScoreResponse(
+            logprobs=logprobs, entropies=None, top_ids=top_ids, top_logprobs=top_logprobs, weight_version=version
+        )
 
     async def load_weights(self, path: str, version: int) -> None:
         directory = require_stable(path)

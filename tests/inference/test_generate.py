@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from composer_prime.inference.protocol import GenerateRequest, GenerateResponse
+from composer_prime.inference.protocol import PROTOCOL_VERSION, GenerateRequest, GenerateResponse
 
 EOS = 2  # <|im_end|>: the tokenizer's and the generation config's EOS in the tiny model
 
@@ -109,6 +109,6 @@ def test_bad_requests_are_4xx_and_the_server_keeps_serving(client):
 
 def test_health_reports_protocol_and_backend(client, tiny_model_dir):
     health = client.get("/health").json()
-    assert health["status"] == "ok" and health["protocol_version"] == 1
+    assert health["status"] == "ok" and health["protocol_version"] == PROTOCOL_VERSION
     assert health["backend"] == "transformers" and health["model"] == str(tiny_model_dir)
     assert health["weight_version"] == 0

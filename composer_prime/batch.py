@@ -25,7 +25,7 @@ import torch
 
 from composer_prime.utils.fs import atomic_write_bytes
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: hint sites
 
 
 class Array(msgspec.Struct, frozen=True):
@@ -57,6 +57,25 @@ class MicroBatch(msgspec.Struct):
     inference_logprobs: Array
 
 
+class HintSite(msgspec.Struct):
+    """One error turn for the hint self-distillation channel (hints/context.py).
+
+    The student scores `completion_ids` after `student_prompt_ids`, the teacher the same tokens
+    after `teacher_prompt_ids` (the context with the hint): position t of both lines up. With
+    `teacher_topk_*` set, the inference server already scored the teacher side ([T, k] ids and
+    log-probs at the sampling temperature) and the trainer runs no teacher forward.
+    """
+
+    kind: str
+    student_prompt_ids: list[int]
+    teacher_prompt_ids: list[int]
+    completion_ids: list[int]
+    completion_logprobs: list[float]
+    """Sampler log-probs of the completion (for staleness weights and diagnostics)."""
+    teacher_topk_ids: Array | None = None
+    teacher_topk_logprobs: Array | None = None
+
+
 class TrainBatch(msgspec.Struct):
     """Everything one data-parallel rank trains on at one optimizer step."""
 
@@ -69,6 +88,10 @@ class TrainBatch(msgspec.Struct):
     micro_batches: list[MicroBatch]
     min_policy_version: int
     max_policy_version: int
+    hint_sites: list[HintSite] = []
+    """This rank's share of the step's error sites (channel 2); empty when hints are off."""
+    num_hint_tokens: int = 0
+    """Completion tokens of all ranks' hint sites: the hint loss is divided by this global count."""
     schema_version: int = SCHEMA_VERSION
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
+from composer_prime.hints.config import HintsConfig
 from composer_prime.config import LogConfig, ModelConfig
 
 
@@ -95,6 +96,7 @@ class OrchestratorConfig(BaseConfig):
     micro_batch_rows: Annotated[int, Field(ge=1, description="Rows per micro-batch.")] = 1
     train_world_size: Annotated[int, Field(ge=1, description="Data-parallel trainer ranks to split each step over.")] = 1
     eval: EvalConfig = EvalConfig()
+    hints: HintsConfig = HintsConfig()
     inference_timeout_s: Annotated[
         float, Field(gt=0, description="Give up when the inference server is not ready after this long.")
     ] = 600.0

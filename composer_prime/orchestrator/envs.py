@@ -9,6 +9,10 @@ Splits: a taskset whose config declares a `split` field is loaded once per split
 `split = "train"` / `"eval"`, so it decides how to keep them apart; any other taskset
 serves the same tasks to both (with a warning). Reference answers for SFT come from a
 string `answer` field on the task data, when the taskset has one.
+
+Feedback: a Task may define `async def feedback(self, trace) -> str | None`, the explanation a
+failing check would print (e.g. expected vs got). It becomes the message of the rollout's
+`wrong_answer` error site, which the hint writer turns into a hint (composer_prime/hints/).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ class Example:
 class Score:
     reward: float  # the weighted sum of the task's rewards
     metrics: dict[str, float]  # each reward's own score and each metric
+    feedback: str | None = None  # the task's explanation of the score, when it gives one
 
 
 def _prompt(data: vf.TaskData) -> list[dict[str, str]]:
@@ -98,7 +103,8 @@ class Environment:
         await task.score(trace)
         metrics = {name: r.score for name, r in trace.rewards.items() if r is not None}
         metrics |= {name: value for name, value in trace.metrics.items() if value is not None}
-        return Score(reward=trace.reward, metrics=metrics)
+        feedback = await task.feedback(trace) if callable(getattr(task, "feedback", None)) else None
+        return Score(reward=trace.reward, metrics=metrics, feedback=feedback)
 
 
 def installed_environments() -> list[str]:

@@ -36,11 +36,14 @@ from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
 from composer_prime.orchestrator.advantage import compute_advantages
 from composer_prime.orchestrator.config import OrchestratorConfig
+from composer_prime.hints.writer import make_hint_writer
 from composer_prime.orchestrator.envs import Environment, load_environment
+from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites, rollouts_of
 from composer_prime.orchestrator.packing import Sample, pack_step
 from composer_prime.orchestrator.rollout import Group, prompt_index, request_seed, rollout_group
 from composer_prime.orchestrator.steps import completed_steps, next_step, saved_metrics, write_step
 from composer_prime.orchestrator.weight_sync import WeightSync
+from composer_prime.traces import write_traces
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
 
 logger = logging.getLogger("composer_prime.orchestrator")
@@ -65,6 +68,7 @@ class Orchestrator:
         self.eval_examples = held_out_examples(env, config.eval.num_examples) if config.eval.num_examples else []
         self.num_slots = config.batch_size // config.group_size
         self.slots = asyncio.Semaphore(config.max_concurrent)
+        self.hint_writer = make_hint_writer(config.hints.writer)
 
     async def collect_group(self, step: int, slot: int, stats: StepStats) -> tuple[Group, list[float]]:
         cfg = self.config
@@ -128,7 +132,8 @@ class Orchestrator:
                                                    if name in s.metrics]))
         return record
 
-    def publish(self, step: int, results: list[tuple[Group, list[float]]], stats: StepStats) -> dict[str, float]:
+    async def publish(self, step: int, results: list[tuple[Group, list[float]]], stats: StepStats
+                      ) -> dict[str, float]:
         cfg = self.config
         samples = [
             Sample(g.prompt_ids, c.token_ids, c.logprobs, advantage, g.weight_version)
@@ -139,6 +144,21 @@ class Orchestrator:
                             world_size=cfg.train_world_size, pad_token_id=self.tokenizer.pad_token_id,
                             temperature=cfg.sampling.temperature)
         record = self.step_metrics(step, results, stats, batches[0].num_loss_tokens)
+        rollouts = [rollouts_of(step, slot, g, self.env.id, cfg.hints) for slot, (g, _) in enumerate(results)]
+        traces = [r.trace for group in rollouts for r in group]
+        kinds = [e.kind for t in traces for e in t.errors]
+        record["errors/rollouts_with_errors"] = float(np.mean([bool(t.errors) for t in traces]))
+        record |= {f"errors/{kind}": kinds.count(kind) for kind in sorted(set(kinds))}
+        if cfg.hints.enabled:
+            sites = await build_hint_sites(pick_sites(rollouts, cfg.hints.max_sites_per_step), cfg.hints,
+                                           self.hint_writer, self.tokenizer, self.client, cfg.sampling.temperature)
+            num_hint_tokens = sum(len(s.completion_ids) for s in sites)
+            for batch in batches:  # round robin over ranks; every rank divides by the global token count
+                batch.hint_sites = sites[batch.rank :: len(batches)]
+                batch.num_hint_tokens = num_hint_tokens
+            record["hints/sites"] = len(sites)
+            record["hints/tokens"] = num_hint_tokens
+        write_traces(cfg.output_dir, step, traces)  # before the step: a complete step always has its traces
         write_step(cfg.output_dir, step, batches, record)
         self.metrics.log(step, record)
         return record
@@ -181,7 +201,7 @@ class Orchestrator:
                     if ahead not in window:
                         window[ahead] = asyncio.create_task(self.collect_step(ahead))
                 results, stats = await window.pop(step)
-                record = self.publish(step, results, stats)
+                record = await self.publish(step, results, stats)
                 info = (f"reward {record['reward/mean']:.3f}  len {record['completion_len/mean']:.1f}  "
                         f"{record['rollouts_per_s']:.1f} rollouts/s")
                 logger.info("step %d: %s  lag %.1f  dropped %d", step, info, record["off_policy/lag_mean"],
@@ -247,7 +267,10 @@ async def orchestrate(config: OrchestratorConfig) -> None:
                                  config.weight_timeout_s)
             await weights.refresh()  # serve the newest published version before sampling anything
             orchestrator = Orchestrator(config, env, tokenizer, client, weights, metrics)
-            await _until_either_fails(orchestrator.run(), weights.watch())
+            try:
+                await _until_either_fails(orchestrator.run(), weights.watch())
+            finally:
+                await orchestrator.hint_writer.aclose()
     except httpx.TransportError as exc:
         raise UserError(f"lost the inference server at {config.inference_url}: {exc!r}") from None
     finally:

@@ -24,6 +24,8 @@ class Group:
     example: Example
     prompt_ids: list[int]
     completions: list[Completion]
+    texts: list[str]
+    """Each completion decoded, as the environment scored it."""
     scores: list[Score]
     weight_version: int
     generate_s: float
@@ -88,6 +90,7 @@ async def rollout_group(
         example=example,
         prompt_ids=prompt_ids,
         completions=response.completions,
+        texts=texts,
         scores=list(scores),
         weight_version=response.weight_version,
         generate_s=generate_s,

@@ -38,6 +38,53 @@ class CustomLossConfig(BaseConfig):
     kwargs: Annotated[dict[str, Any], Field(description="Keyword arguments passed to the loss.")] = {}
 
 
+class HintLossConfig(BaseConfig):
+    """Channel 2, hint self-distillation (SDPO / Composer 2.5): the student on the original context is pulled
+    toward the same model shown a hint, on the error turn's tokens (trainer/hint.py)."""
+
+    weight: Annotated[float, Field(ge=0, description="alpha: weight of the channel's mean per-token loss; 0 is off.")] = 0.0
+    variant: Annotated[
+        Literal["jsd", "taid", "entropy_gated"],
+        Field(description="jsd: generalised JSD (beta); taid: TAID with its adaptive t; entropy_gated: reverse KL "
+                          "plus forward KL where the teacher is uncertain."),
+    ] = "jsd"
+    beta: Annotated[float, Field(ge=0, le=1, description="JSD beta: 0 KL(teacher||student), 1 KL(student||teacher).")] = 1.0
+    temperature: Annotated[float, Field(gt=0, description="Both distributions are taken at this temperature.")] = 1.0
+    clamp: Annotated[float | None, Field(gt=0, description="Cap on each token's loss (OPSD); None: no cap.")] = None
+    side_channel: Annotated[
+        Literal["full", "topk"],
+        Field(description="How the trainer-side teacher reaches the loss: full logits (chunked) or top-k + tail."),
+    ] = "full"
+    top_k: Annotated[int, Field(ge=1, description="Teacher ids per token for side_channel = topk.")] = 64
+    entropy_threshold: Annotated[float, Field(ge=0, description="entropy_gated: teacher entropy (nats) above "
+                                                                "which forward KL is added.")] = 1.0
+    sites_per_micro_batch: Annotated[int, Field(ge=1, description="Error sites per forward pass.")] = 16
+
+
+class PreferenceLossConfig(BaseConfig):
+    """Channel 3, preference pairs from trace replay (composer_prime/pairs.py), DPO or SimPO (trainer/preference.py)."""
+
+    weight: Annotated[float, Field(ge=0, description="beta_w: weight of the channel's mean pair loss; 0 is off.")] = 0.0
+    variant: Annotated[Literal["dpo", "simpo"], Field(description="dpo (sigmoid, reference model) or simpo.")] = "dpo"
+    pairs: Annotated[Path | None, Field(description="Pairs JSONL written by `uv run replay`.")] = None
+    beta: Annotated[float | None, Field(gt=0, description="Reward scale; None: 0.1 for dpo, 2.0 for simpo.")] = None
+    gamma: Annotated[float, Field(ge=0, description="SimPO target margin.")] = 0.6
+    label_smoothing: Annotated[float, Field(ge=0, lt=0.5, description="Assumed label-flip rate (cDPO).")] = 0.0
+    pairs_per_step: Annotated[int, Field(ge=1, description="Pairs trained on per step (all ranks).")] = 8
+    eval_fraction: Annotated[float, Field(ge=0, lt=1, description="Pairs held out (by id hash) for eval accuracy.")] = 0.1
+    eval_interval: Annotated[int, Field(ge=0, description="Log held-out pair accuracy every N steps (0: start and "
+                                                          "end only).")] = 0
+    max_tokens: Annotated[int, Field(ge=8, description="Pairs longer than this (prompt + answer) are skipped.")] = 1024
+
+
+class LossConfig(BaseConfig):
+    """The composed loss: policy gradient + alpha * hint distillation + beta_w * preference."""
+
+    pg: Annotated[DPPOLossConfig | CustomLossConfig, Field(discriminator="type")] = DPPOLossConfig()
+    hint: HintLossConfig = HintLossConfig()
+    preference: PreferenceLossConfig = PreferenceLossConfig()
+
+
 class CheckpointConfig(BaseConfig):
     interval: Annotated[int, Field(ge=1, description="Save model + optimizer + step + RNG every N steps.")] = 1
     keep_last: Annotated[int, Field(ge=1, description="Checkpoints to keep on disk.")] = 2
@@ -52,7 +99,7 @@ class TrainerConfig(BaseConfig):
     max_steps: Annotated[int, Field(ge=1, description="Optimizer steps to take.")] = 20
     seed: Annotated[int, Field(description="Torch seed.")] = 0
     optim: OptimConfig = OptimConfig()
-    loss: Annotated[DPPOLossConfig | CustomLossConfig, Field(discriminator="type")] = DPPOLossConfig()
+    loss: LossConfig = LossConfig()
     ckpt: CheckpointConfig = CheckpointConfig()
     keep_weight_versions: Annotated[int, Field(ge=1, description="Published weight versions kept on disk.")] = 3
     batch_timeout_s: Annotated[

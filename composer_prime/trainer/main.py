@@ -17,7 +17,7 @@ import torch
 
 from composer_prime.cli import run_cli
 from composer_prime.loss.registry import resolve_loss
-from composer_prime.model.load import load_model
+from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.trainer import checkpoint as ckpt
 from composer_prime.trainer.config import TrainerConfig
 from composer_prime.trainer.data import wait_for_batch
@@ -32,7 +32,9 @@ from composer_prime.trainer.parallel import (
     shard_model,
 )
 from composer_prime.trainer.progress import StepReporter
-from composer_prime.trainer.step import learning_rate, train_step
+from composer_prime.trainer.hint import HintChannel
+from composer_prime.trainer.preference import PreferenceChannel
+from composer_prime.trainer.step import Channels, learning_rate, train_step
 from composer_prime.utils.metrics import MetricsLogger
 from composer_prime.weights import broadcast_root, list_versions, prune_versions, publish_weights, version_dir
 
@@ -81,10 +83,11 @@ def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World
 
 
 def train(config: TrainerConfig, world: World) -> None:
-    loss = resolve_loss(config.loss)  # before the model loads: a bad import path fails fast
+    loss = resolve_loss(config.loss.pg)  # before the model loads: a bad import path fails fast
     torch.manual_seed(config.seed)
     model = load_model(config.model, world.device)
     model.train()
+    channels = make_channels(config, world)
     if world.distributed:
         shard_model(model)
     optimizer = torch.optim.AdamW(
@@ -98,6 +101,8 @@ def train(config: TrainerConfig, world: World) -> None:
     if world.is_main:
         ckpt.remove_checkpoints_after(config.output_dir, start)  # only with ckpt.resume off can any exist
         _drop_versions_after(config, start)
+    if channels.preference is not None:  # before any step: the reference is the initial policy
+        channels.preference.prepare_reference(model, world.device, write=world.is_main)
     config_json = model.config.to_json_string()
     assets_dir = Path(config.model.path) if Path(config.model.path).is_dir() else None
 
@@ -112,7 +117,9 @@ def train(config: TrainerConfig, world: World) -> None:
             )
             lr = learning_rate(step, config.optim)
             t0 = time.perf_counter()
-            result = train_step(model, optimizer, batch, loss, lr, config.optim.max_norm, world)
+            if step == start + 1 and channels.preference is not None:
+                log_eval(metrics, start, channels.preference.evaluate(model, world.device))
+            result = train_step(model, optimizer, batch, loss, lr, config.optim.max_norm, world, channels)
             train_s = time.perf_counter() - t0
 
             if step % config.ckpt.interval == 0:
@@ -127,7 +134,9 @@ def train(config: TrainerConfig, world: World) -> None:
             if metrics is not None:
                 record = {
                     "loss": result.loss,
-                    **{f"loss/{k}": v for k, v in result.loss_metrics.items()},
+                    **{f"loss/{k}": v for k, v in result.channel_losses.items()},
+                    # channel diagnostics carry their channel's prefix (hint/kl, preference/accuracy, ...)
+                    **{k if "/" in k else f"loss/{k}": v for k, v in result.loss_metrics.items()},
                     "grad_norm": result.grad_norm,
                     "lr": lr,
                     "num_tokens": result.num_tokens,
@@ -138,12 +147,44 @@ def train(config: TrainerConfig, world: World) -> None:
                     "step_s": step_s,
                     "off_policy_lag": step - 1 - batch.min_policy_version,
                 }
+                if channels.hint is not None:
+                    record |= channels.hint.end_step(step)
                 metrics.log(step, record)
                 reporter.update(step, record)
+            pref = channels.preference
+            if pref is not None and (step == config.max_steps or (
+                    pref.config.eval_interval and step % pref.config.eval_interval == 0)):
+                log_eval(metrics, step, pref.evaluate(model, world.device))
     finally:
         reporter.close()
         if metrics is not None:
             metrics.close()
+
+
+def make_channels(config: TrainerConfig, world: World) -> Channels:
+    """Channels 2 and 3 as configured; each one that is off says why, once."""
+    hint_cfg, pref_cfg = config.loss.hint, config.loss.preference
+    channels = Channels()
+    if hint_cfg.weight > 0:
+        channels.hint, channels.hint_weight = HintChannel(hint_cfg, config.max_steps), hint_cfg.weight
+        logger.info("hint channel on: alpha %g, %s, side channel %s", hint_cfg.weight, hint_cfg.variant,
+                    hint_cfg.side_channel)
+    else:
+        logger.info("hint channel off: trainer.loss.hint.weight is 0 (hint sites in batches are ignored)")
+    if pref_cfg.pairs is None:
+        logger.info("preference channel off: trainer.loss.preference.pairs is not set")
+    else:
+        # With weight 0 the pairs are still read, for held-out accuracy: the ablation's beta = 0 arm needs it.
+        channels.preference = PreferenceChannel(pref_cfg, load_tokenizer(config.model), config.output_dir, config.seed)
+        channels.preference_weight = pref_cfg.weight
+        if pref_cfg.weight == 0:
+            logger.info("preference channel off: trainer.loss.preference.weight is 0 (held-out accuracy still logged)")
+    return channels
+
+
+def log_eval(metrics: MetricsLogger | None, step: int, record: dict[str, float]) -> None:
+    if metrics is not None and record:
+        metrics.log(step, record)
 
 
 def main(config: TrainerConfig) -> None:

@@ -103,7 +103,7 @@ def test_missing_batch_times_out_with_one_line(tmp_path, tiny_model_dir, helpers
 
 def test_unimportable_custom_loss_exits_with_one_line(tmp_path, tiny_model_dir, helpers):
     config = helpers.trainer_config(
-        tmp_path / "run", tiny_model_dir, loss={"type": "custom", "import_path": "no_such_pkg_q.loss"}
+        tmp_path / "run", tiny_model_dir, loss={"pg": {"type": "custom", "import_path": "no_such_pkg_q.loss"}}
     )
     result = helpers.run_trainer(config)
     assert result.returncode == 2
@@ -130,7 +130,7 @@ def test_custom_loss_by_import_path_trains(tmp_path, tiny_model_dir, helpers):
     processes = {}
     for name, loss in losses.items():
         helpers.write_step(tmp_path / name, 1, samples)
-        config = helpers.trainer_config(tmp_path / name, tiny_model_dir, max_steps=1, loss=loss)
+        config = helpers.trainer_config(tmp_path / name, tiny_model_dir, max_steps=1, loss={"pg": loss})
         processes[name] = helpers.start_trainer(config, env=helpers.trainer_env(PYTHONPATH=str(tmp_path)))
     runs = {}
     for name, process in processes.items():

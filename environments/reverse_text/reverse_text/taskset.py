@@ -47,6 +47,13 @@ class ReverseTextTask(vf.Task[ReverseTextData]):
     async def exact_match(self, trace: vf.Trace) -> float:
         return float(letters(trace.last_reply) == letters(self.data.answer))
 
+    async def feedback(self, trace: vf.Trace) -> str | None:
+        """What a failing check prints: expected and got (composer-prime turns it into a hint)."""
+        got, expected = letters(trace.last_reply), letters(self.data.answer)
+        if got == expected:
+            return None
+        return f"expected '{' '.join(expected)}', got '{' '.join(got)}'"
+
 
 class ReverseTextConfig(vf.TasksetConfig):
     split: Literal["train", "eval"] = "train"

@@ -122,8 +122,9 @@ class HintChannel:
                 loss = entropy_gated_kl(student_logits, teacher_logits, entropy_threshold=cfg.entropy_threshold,
                                         temperature=cfg.temperature, **common)
             with torch.no_grad():
-                log_s = torch.log_softmax(student_logits.detach().float() / cfg.temperature, dim=-1)
-                log_t = torch.log_softmax(teacher_logits.float() / cfg.temperature, dim=-1)
+                dtype = torch.promote_types(student_logits.dtype, torch.float32)
+                log_s = torch.log_softmax(student_logits.detach().to(dtype) / cfg.temperature, dim=-1)
+                log_t = torch.log_softmax(teacher_logits.to(dtype) / cfg.temperature, dim=-1)
                 kl = divergence_from_logprobs(log_s, log_t, beta=1.0)
         return loss, {"hint/kl": kl.sum(), "hint/sites": torch.tensor(float(mb.num_sites))}
 

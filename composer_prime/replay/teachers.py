@@ -1,0 +1,220 @@
+"""The teacher pool: one `Teacher` per OpenAI-compatible endpoint, with retries, budget and cache.
+
+A call (`Teacher.ask`) goes: cache lookup -> wait for a concurrency slot -> reserve the worst-case
+cost (budget.py) -> POST {base_url}/chat/completions -> settle the actual cost -> cache the answer.
+Retried (up to `retry.max_attempts`): 429, 408, 409, 5xx, timeouts, cut connections (a truncated
+body) and 200 responses whose body is not a chat completion (malformed JSON). The wait before
+attempt a+1 is Retry-After when the server sent one, else uniform(0, backoff_s * 2**a) ("full
+jitter", so that many clients hit by the same 429 do not retry in lockstep), capped at
+max_backoff_s. Other 4xx are final. A call that still fails returns a TeacherAnswer with `error`
+set (not cached: a rerun tries again). `BudgetExhausted` propagates: the step is left unanswered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import httpx
+
+from composer_prime.errors import UserError
+from composer_prime.messages import Action, ToolCall
+from composer_prime.pairs import TeacherAnswer
+from composer_prime.replay.agreement import parse_text_action
+from composer_prime.replay.budget import Budget
+from composer_prime.replay.cache import AnswerCache
+from composer_prime.replay.config import RetryConfig, TeacherConfig
+from composer_prime.replay.render import request_messages
+from composer_prime.replay.steps import Step, arguments_json, digest
+
+_RETRY_STATUS = {408, 409, 429}
+
+
+class _Malformed(Exception):
+    """A 200 response that is not a chat completion."""
+
+
+@dataclass
+class TeacherStats:
+    answered: int = 0
+    """Answers obtained by a paid call in this run."""
+    cached: int = 0
+    failed: int = 0
+    attempts: int = 0
+    """HTTP requests sent (retries included)."""
+    retries: Counter = field(default_factory=Counter)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"answered": self.answered, "cached": self.cached, "failed": self.failed, "attempts": self.attempts,
+                "retries": dict(self.retries), "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cost_usd": self.cost_usd,
+                "mean_latency_s": self.latency_s / self.answered if self.answered else None}
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _action_from_response(data: dict) -> tuple[Action, int | None, int | None]:
+    try:
+        choice = data["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError):
+        raise _Malformed("response has no choices[0].message") from None
+    if not isinstance(message, dict):
+        raise _Malformed("choices[0].message is not an object")
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        if function.get("name"):
+            calls.append(ToolCall(id=call.get("id"), name=function["name"],
+                                  arguments=arguments_json(function.get("arguments"))))
+    content = message.get("content")
+    action = Action(content=content or None, tool_calls=calls) if calls else parse_text_action(content)
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    return action, usage.get("prompt_tokens"), usage.get("completion_tokens")
+
+
+class Teacher:
+    def __init__(self, config: TeacherConfig, http: httpx.AsyncClient, cache: AnswerCache, budget: Budget,
+                 retry: RetryConfig, rng: random.Random | None = None):
+        self.config, self.http, self.cache, self.budget, self.retry = config, http, cache, budget, retry
+        self.stats = TeacherStats()
+        self._slots = asyncio.Semaphore(config.concurrency)
+        self._rng = rng or random.Random()
+        self._headers = {}
+        if config.api_key_env:
+            key = os.environ.get(config.api_key_env)
+            if not key:
+                raise UserError(f"teacher {config.name}: environment variable {config.api_key_env} is not set")
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._url = config.base_url.rstrip("/") + "/chat/completions"
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def body(self, step: Step) -> dict:
+        messages, tools = request_messages(step.state, step.tools, self.config.tool_format)
+        body = {"model": self.config.model, "messages": messages, "max_tokens": self.config.max_tokens,
+                "temperature": self.config.temperature, "stream": False}
+        if self.config.seed is not None:
+            body["seed"] = self.config.seed
+        if tools:
+            body["tools"] = tools
+        return body
+
+    def key(self, body: dict) -> str:
+        return digest({"teacher": self.config.name, "model": self.config.model, "request": body})
+
+    def worst_cost(self, body: dict) -> float:
+        prompt_tokens = len(json.dumps(body, ensure_ascii=False).encode())
+        return self.cost(prompt_tokens, self.config.max_tokens)
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.config.input_price + output_tokens * self.config.output_price) / 1e6
+
+    def answer_for(self, action: Action | None = None, **fields) -> TeacherAnswer:
+        return TeacherAnswer(teacher=self.config.name, model=self.config.model, action=action, **fields)
+
+    def cached(self, step: Step) -> TeacherAnswer | None:
+        value = self.cache.get(self.key(self.body(step)))
+        return TeacherAnswer.model_validate_json(value) if value is not None else None
+
+    async def ask(self, step: Step) -> tuple[TeacherAnswer, bool]:
+        """(answer, from_cache)."""
+        body = self.body(step)
+        key = self.key(body)
+        if (hit := self.cache.get(key)) is not None:
+            self.stats.cached += 1
+            return TeacherAnswer.model_validate_json(hit), True
+        answer = await self._call(body)
+        if answer.error is None:
+            self.cache.put(key, answer.model_dump_json())
+        return answer, False
+
+    async def _call(self, body: dict) -> TeacherAnswer:
+        worst = self.worst_cost(body)
+        error = "no attempt"
+        for attempt in range(self.retry.max_attempts):
+            wait: float | None = None
+            async with self._slots:
+                reservation = await self.budget.reserve(worst)  # BudgetExhausted ends the call here
+                settled = False
+                start = time.monotonic()
+                self.stats.attempts += 1
+                try:
+                    response = await self.http.post(self._url, json=body, headers=self._headers,
+                                                    timeout=self.config.timeout_s)
+                    # Read the body inside the try: a cut connection surfaces here.
+                    data_text = response.text
+                except (httpx.TimeoutException, httpx.TransportError) as exc:
+                    await self.budget.settle(reservation, reservation)  # may have been billed
+                    settled = True
+                    kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "transport"
+                    error = f"{kind}: {type(exc).__name__}: {exc}"[:300]
+                    self.stats.retries[kind] += 1
+                else:
+                    latency = time.monotonic() - start
+                    if response.status_code in _RETRY_STATUS or response.status_code >= 500:
+                        await self.budget.settle(reservation, 0.0)
+                        settled = True
+                        error = f"HTTP {response.status_code}: {data_text[:200]}"
+                        self.stats.retries[str(response.status_code)] += 1
+                        wait = _retry_after(response)
+                    elif response.status_code >= 400:
+                        await self.budget.settle(reservation, 0.0)
+                        settled = True
+                        self.stats.failed += 1
+                        return self.answer_for(error=f"HTTP {response.status_code}: {data_text[:300]}", latency_s=latency)
+                    else:
+                        try:
+                            data = json.loads(data_text)
+                            action, input_tokens, output_tokens = _action_from_response(data)
+                        except (json.JSONDecodeError, _Malformed) as exc:
+                            await self.budget.settle(reservation, reservation)
+                            settled = True
+                            error = f"malformed response: {exc}"[:300]
+                            self.stats.retries["malformed"] += 1
+                        else:
+                            if input_tokens is None or output_tokens is None:
+                                cost = reservation  # no usage reported: charge the worst case
+                                input_tokens, output_tokens = input_tokens or 0, output_tokens or 0
+                            else:
+                                cost = self.cost(input_tokens, output_tokens)
+                            await self.budget.settle(reservation, cost)
+                            settled = True
+                            s = self.stats
+                            s.answered += 1
+                            s.input_tokens += input_tokens
+                            s.output_tokens += output_tokens
+                            s.cost_usd += cost
+                            s.latency_s += latency
+                            return self.answer_for(action, input_tokens=input_tokens, output_tokens=output_tokens,
+                                                   cost_usd=cost, latency_s=latency)
+                finally:
+                    if not settled:  # cancelled mid-call: it may have been billed
+                        self.budget.charge_now(reservation, reservation)
+            if attempt + 1 < self.retry.max_attempts:
+                cap = min(self.retry.max_backoff_s, self.retry.backoff_s * 2**attempt)
+                delay = min(self.retry.max_backoff_s, wait) if wait is not None else self._rng.uniform(0, cap)
+                await asyncio.sleep(delay)
+        self.stats.failed += 1
+        return self.answer_for(error=f"gave up after {self.retry.max_attempts} attempts: {error}")

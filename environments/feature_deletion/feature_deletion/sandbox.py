@@ -1,0 +1,337 @@
+"""Local sandbox for agent code: namespaces + chroot + unprivileged uid + rlimits.
+
+Every command runs under `unshare --mount --pid --net --fork --kill-child` with a small init
+(`_sandbox_files/fd_sandbox_init.py`) that builds a fresh root from read-only bind mounts of
+the system (/usr, /etc), the test-runner venv and its base interpreter (their site-packages
+masked except the runner's own), mounts only the rollout's workdir read-write at /workspace
+and a size-capped tmpfs at /tmp, then drops to a uid of its own with rlimits (CPU time,
+address space, processes, file size, open files). The network namespace has no interface
+but a down loopback. A wall-clock limit kills the process group; the pid namespace makes the
+kernel kill every process the command left behind.
+
+When namespaces are unavailable the sandbox refuses to run unless built with
+`isolation="none"` (an explicit opt-out that only applies rlimits and a process group).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Literal
+
+FILES = Path(__file__).parent / "_sandbox_files"
+INIT = FILES / "fd_sandbox_init.py"
+WORKSPACE = "/workspace"
+HELPERS = "/opt/fd"  # the report plugin, read-only
+OUTDIR = "/fdout"  # grader-owned output dir (reports, coverage)
+ROOT_MOUNTPOINT = "/tmp/.fd-sandbox-root"
+RUNNER_ROOTS = ("pytest", "coverage")
+Isolation = Literal["namespace", "none"]
+
+
+class IsolationUnavailable(RuntimeError):
+    """Namespaces cannot be created here and no explicit opt-out was given."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    cpu_s: int = 120  # CPU seconds per process (RLIMIT_CPU)
+    memory_mb: int = 4096  # address space per process (RLIMIT_AS)
+    nproc: int = 256  # processes of the sandbox uid (RLIMIT_NPROC)
+    fsize_mb: int = 64  # largest file a process may write (RLIMIT_FSIZE)
+    nofile: int = 1024
+    wall_s: float = 300.0  # wall clock of one command; the whole tree is killed past it
+    tmp_mb: int = 256  # size of the private /tmp
+    output_kb: int = 256  # captured stdout/stderr kept (the tail)
+
+    def rlimits(self) -> dict[str, int]:
+        return {
+            "RLIMIT_CPU": self.cpu_s,
+            "RLIMIT_AS": self.memory_mb * 2**20,
+            "RLIMIT_NPROC": self.nproc,
+            "RLIMIT_FSIZE": self.fsize_mb * 2**20,
+            "RLIMIT_NOFILE": self.nofile,
+            "RLIMIT_CORE": 0,
+        }
+
+
+@dataclass
+class RunResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    timed_out: bool = False
+
+    @property
+    def output(self) -> str:
+        return self.stdout + (("\n" + self.stderr) if self.stderr.strip() else "")
+
+
+_uids = itertools.count()
+
+
+def _fresh_uid() -> int:
+    """A uid no other live sandbox uses, so RLIMIT_NPROC counts only this sandbox's processes."""
+    return 200_000 + (os.getpid() % 2000) * 50 + next(_uids) % 50
+
+
+def cache_dir() -> Path:
+    path = Path(os.environ.get("FD_CACHE", Path.home() / ".cache" / "feature-deletion"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def ensure_runner(extra_requirements: tuple[str, ...] = ()) -> Path:
+    """A venv with pytest and coverage only (never the package under test), built offline.
+
+    Its packages are copied from the current interpreter's installed distributions, so no
+    index is needed; `extra_requirements` (a package's test deps) are installed with uv.
+    """
+    versions = {d: metadata.version(d) for d in runner_dists()}
+    key = json.dumps([sys.version, versions, sorted(extra_requirements)], sort_keys=True)
+    import hashlib
+
+    venv = cache_dir() / f"runner-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    if (venv / ".complete").exists():
+        return venv
+    tmp = Path(tempfile.mkdtemp(prefix=venv.name + ".", dir=cache_dir()))
+    base_python = Path(getattr(sys, "_base_executable", sys.executable))
+    subprocess.run([str(base_python), "-m", "venv", "--without-pip", str(tmp)], check=True, capture_output=True)
+    site = Path(subprocess.run(
+        [str(tmp / "bin" / "python"), "-c", "import sysconfig;print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip())
+    for name in runner_dists():
+        dist = metadata.distribution(name)
+        for f in dist.files or []:
+            src = Path(dist.locate_file(f))
+            if f.parts and f.parts[0] in ("..",) or not src.is_file() or "__pycache__" in f.parts:
+                continue
+            dst = site / f
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    if extra_requirements:
+        subprocess.run(["uv", "pip", "install", "-q", "-p", str(tmp / "bin" / "python"), *extra_requirements],
+                       check=True, capture_output=True)
+    os.chmod(tmp, 0o755)
+    (tmp / ".complete").touch()
+    try:
+        tmp.rename(venv)
+    except OSError:  # another process won the race
+        shutil.rmtree(tmp, ignore_errors=True)
+    return venv
+
+
+def runner_dists() -> list[str]:
+    """pytest, coverage and what they need at run time (no extras), as installed here."""
+    from packaging.requirements import Requirement
+
+    seen: dict[str, None] = {}
+    todo = list(RUNNER_ROOTS)
+    while todo:
+        name = todo.pop()
+        key = name.lower().replace("_", "-")
+        if key in seen:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        seen[key] = None
+        for spec in dist.requires or []:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return sorted(seen)
+
+
+def _python_masks(prefixes: list[str]) -> list[str]:
+    masks = []
+    for prefix in prefixes:
+        for lib in Path(prefix).glob("lib/python3*/"):
+            for name in ("site-packages", "dist-packages"):
+                if (lib / name).is_dir():
+                    masks.append(str(lib / name))
+    for sys_lib in list(Path("/usr/lib").glob("python3*")) + list(Path("/usr/local/lib").glob("python3*")):
+        for name in ("site-packages", "dist-packages"):
+            if (sys_lib / name).is_dir():
+                masks.append(str(sys_lib / name))
+    return masks
+
+
+@functools.lru_cache(maxsize=None)
+def probe_isolation() -> str | None:
+    """None when namespaces work here, else why not."""
+    if sys.platform != "linux":
+        return f"namespaces need Linux, this is {sys.platform}"
+    if shutil.which("unshare") is None:
+        return "`unshare` (util-linux) is not installed"
+    with tempfile.TemporaryDirectory() as work:
+        try:
+            result = Sandbox(work, isolation="namespace", limits=Limits(wall_s=30))._run_checked(
+                [sys.executable, "-I", "-S", "-c", "print('ok')"], python_prefixes=[sys.base_prefix, sys.prefix]
+            )
+        except Exception as exc:  # noqa: BLE001
+            return f"sandbox probe failed: {exc}"
+    if result.returncode != 0 or result.stdout.strip() != "ok":
+        return f"sandbox probe failed (exit {result.returncode}): {result.stderr.strip()[-500:]}"
+    return None
+
+
+@dataclass
+class Sandbox:
+    workdir: str | Path
+    runner: str | Path | None = None  # venv whose python runs the tests
+    limits: Limits = field(default_factory=Limits)
+    isolation: Isolation = "namespace"
+    outdir: str | Path | None = None  # host dir mounted at /fdout (read-write)
+
+    def __post_init__(self):
+        self.workdir = Path(self.workdir).resolve()
+        self.uid = _fresh_uid()
+
+    @property
+    def python(self) -> str:
+        if self.runner is None:
+            return sys.executable
+        return str(Path(self.runner) / "bin" / "python")
+
+    def path_in(self, host_path: Path) -> str:
+        """Where a host path under the workdir appears to the sandboxed command."""
+        rel = Path(host_path).resolve().relative_to(self.workdir)
+        return str(Path(WORKSPACE if self.isolation == "namespace" else self.workdir) / rel)
+
+    @property
+    def workspace(self) -> str:
+        return WORKSPACE if self.isolation == "namespace" else str(self.workdir)
+
+    @property
+    def helpers(self) -> str:
+        return HELPERS if self.isolation == "namespace" else str(FILES)
+
+    @property
+    def out(self) -> str:
+        return OUTDIR if self.isolation == "namespace" else str(self.outdir)
+
+    def run(self, argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
+            wall_s: float | None = None) -> RunResult:
+        if self.isolation == "namespace":
+            reason = probe_isolation()
+            if reason:
+                raise IsolationUnavailable(
+                    f"cannot isolate agent code: {reason}. Refusing to run it; set isolation = \"none\" "
+                    "(allow_unsandboxed) only on a machine you are willing to expose to the agent."
+                )
+        prefixes = [sys.base_prefix]
+        if self.runner is not None:
+            prefixes.append(str(Path(self.runner).resolve()))
+        return self._run_checked(argv, env=env, cwd=cwd, wall_s=wall_s, python_prefixes=prefixes)
+
+    def _base_env(self) -> dict[str, str]:
+        return {
+            "PATH": (f"{Path(self.python).parent}:" if self.runner else "") + "/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/tmp",
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "sandbox", "GIT_AUTHOR_EMAIL": "sandbox@localhost",
+            "GIT_COMMITTER_NAME": "sandbox", "GIT_COMMITTER_EMAIL": "sandbox@localhost",
+        }
+
+    def _run_checked(self, argv, env=None, cwd=None, wall_s=None, python_prefixes=()) -> RunResult:
+        wall = wall_s if wall_s is not None else self.limits.wall_s
+        full_env = self._base_env() | (env or {})
+        if self.isolation == "namespace":
+            os.makedirs(ROOT_MOUNTPOINT, exist_ok=True)
+            binds = [(p, p, False) for p in ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc")]
+            binds += [(p, p, False) for p in python_prefixes if not p.startswith(("/usr/", "/etc/"))]
+            binds += [(str(FILES), HELPERS, False), (str(self.workdir), WORKSPACE, True)]
+            if self.outdir is not None:
+                binds.append((str(Path(self.outdir).resolve()), OUTDIR, True))
+            masks = [m for m in _python_masks(list(python_prefixes))
+                     if self.runner is None or not m.startswith(str(Path(self.runner).resolve()))]
+            spec = {
+                "root": ROOT_MOUNTPOINT, "binds": binds, "masks": masks, "tmp_mb": self.limits.tmp_mb,
+                "cwd": cwd or WORKSPACE, "uid": self.uid, "limits": self.limits.rlimits(),
+                "argv": argv, "env": full_env,
+            }
+            self._chown(self.workdir)
+            if self.outdir is not None:
+                self._chown(Path(self.outdir))
+            command = ["unshare", "--mount", "--pid", "--net", "--fork", "--kill-child",
+                       sys.executable, "-I", "-S", str(INIT), json.dumps(spec)]
+            preexec = None
+            popen_cwd = "/"
+        else:
+            command = argv
+            limits = self.limits.rlimits()
+
+            def preexec():
+                import resource
+
+                for name, value in limits.items():
+                    if name == "RLIMIT_NPROC":
+                        continue  # per-uid: would count the host's own processes
+                    resource.setrlimit(getattr(resource, name), (value, value))
+
+            popen_cwd = cwd or str(self.workdir)
+        return _execute(command, full_env if self.isolation == "none" else {"PATH": os.environ.get("PATH", "")},
+                        popen_cwd, preexec, wall, self.limits.output_kb * 1024)
+
+    def _chown(self, path: Path) -> None:
+        os.chown(path, self.uid, self.uid)
+        for dirpath, dirnames, filenames in os.walk(path):
+            for name in dirnames + filenames:
+                try:
+                    os.lchown(os.path.join(dirpath, name), self.uid, self.uid)
+                except FileNotFoundError:
+                    pass
+
+
+def _tail(f, limit: int) -> str:
+    f.seek(0, os.SEEK_END)
+    size = f.tell()
+    f.seek(max(0, size - limit))
+    text = f.read().decode("utf-8", "replace")
+    return (f"[... {size - limit} bytes cut ...]\n" if size > limit else "") + text
+
+
+def _execute(command, env, cwd, preexec, wall, output_limit) -> RunResult:
+    start = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
+                                start_new_session=True, preexec_fn=preexec)
+        timed_out = False
+        try:
+            proc.wait(timeout=wall)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        kill_tree(proc)  # also takes down anything the command left running
+        code = proc.returncode
+        return RunResult(code, _tail(out, output_limit), _tail(err, output_limit), time.monotonic() - start, timed_out)
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL the command's process group (the pid namespace takes every descendant with it)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.returncode is None:
+        proc.wait()
+
+
+__all__ = ["IsolationUnavailable", "Limits", "RunResult", "Sandbox", "ensure_runner", "probe_isolation"]

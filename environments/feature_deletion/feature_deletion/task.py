@@ -1,0 +1,182 @@
+"""The task row (one line of tasks.jsonl) and how a row becomes a fresh workspace."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from feature_deletion.sandbox import cache_dir
+
+SCHEMA_VERSION = 1
+# Never shipped to the agent: history, caches, bytecode, build outputs, installed metadata.
+STRIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox",
+              ".eggs", "build", "dist", ".hypothesis", ".pyre", ".pytype", ".venv", "venv", ".dmypy.json", "htmlcov"}
+STRIP_SUFFIXES = (".pyc", ".pyo", ".egg-info", ".dist-info", ".orig", ".rej", ".coverage")
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["pypi", "local"]
+    spec: str  # "name==version" or the local path given to the builder
+    sha256: str  # of the archive that was fetched (the sdist) or made (local repo)
+
+
+class Target(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    qualname: str
+    kind: Literal["function", "method", "class"]
+    signature: str
+
+
+class Deletion(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    mode: Literal["body", "definition"]
+    size: Literal["small", "medium", "large"]
+    targets: list[Target]
+    lines_removed: int
+
+
+class TaskRow(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    package: str
+    version: str
+    source: Source
+    archive: str  # path of the base tree's archive, relative to the tasks file
+    root: str  # directory inside the archive that holds the repository ("" = archive root)
+    import_root: str = ""  # directory (relative to the repo) put on PYTHONPATH
+    src_paths: list[str]  # files/dirs the agent's changes may touch; everything else is reset at grading
+    deletion: Deletion
+    broken_files: dict[str, str | None]  # file -> content after the deletion (None: file removed)
+    gold_files: dict[str, str]  # file -> original content
+    f2p: list[str] = Field(min_length=1)
+    p2p: list[str] = Field(min_length=1)
+    prompt: str
+    seed: int = 0
+
+    @property
+    def tests(self) -> list[str]:
+        return sorted(set(self.f2p) | set(self.p2p))
+
+
+def load_rows(path: str | Path) -> tuple[list[TaskRow], list[str]]:
+    """Rows of a tasks JSONL and one message per malformed line (skipped, never fatal)."""
+    rows, problems = [], []
+    with open_text(path) as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(TaskRow.model_validate(json.loads(line)))
+            except (json.JSONDecodeError, ValidationError) as exc:
+                first = str(exc).splitlines()
+                problems.append(f"{path}:{number}: malformed task row skipped: {' '.join(first[:3])[:300]}")
+    return rows, problems
+
+
+def open_text(path: str | Path, mode: str = "r"):
+    """A tasks file, xz-compressed when its name ends with .xz."""
+    if str(path).endswith(".xz"):
+        import lzma
+
+        return lzma.open(path, mode + "t", preset=9 | lzma.PRESET_EXTREME if "w" in mode else None)
+    return open(path, mode)
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def is_stripped(name: str) -> bool:
+    return name in STRIP_DIRS or name.endswith(STRIP_SUFFIXES)
+
+
+def _ignore(directory, names):
+    return [n for n in names if is_stripped(n)]
+
+
+def extract_base(archive: Path, sha256: str) -> Path:
+    """The archive unpacked once into the host cache (never reachable from a sandbox)."""
+    dest = cache_dir() / "trees" / sha256
+    if (dest / ".complete").exists():
+        return dest / "tree"
+    actual = sha256_file(archive)
+    if actual != sha256:
+        raise ValueError(f"{archive}: sha256 {actual} does not match the recorded {sha256}")
+    tmp = Path(tempfile.mkdtemp(prefix="tree.", dir=cache_dir()))
+    if archive.name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(tmp / "tree")
+    else:
+        with tarfile.open(archive) as tf:
+            tf.extractall(tmp / "tree", filter="data")
+    (tmp / ".complete").touch()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        tmp.rename(dest)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest / "tree"
+
+
+def strip_tree(path: Path) -> None:
+    for dirpath, dirnames, filenames in os.walk(path, topdown=True):
+        for name in list(dirnames):
+            if is_stripped(name):
+                shutil.rmtree(os.path.join(dirpath, name), ignore_errors=True)
+                dirnames.remove(name)
+        for name in filenames:
+            if is_stripped(name):
+                os.unlink(os.path.join(dirpath, name))
+
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "feature-deletion", "GIT_AUTHOR_EMAIL": "fd@localhost",
+           "GIT_COMMITTER_NAME": "feature-deletion", "GIT_COMMITTER_EMAIL": "fd@localhost",
+           "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+           "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
+
+
+def git_single_commit(path: Path) -> None:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")} | GIT_ENV
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "task", "--no-gpg-sign"]):
+        subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
+
+
+def apply_files(dest: Path, files: dict[str, str | None]) -> None:
+    for rel, content in files.items():
+        target = dest / rel
+        if content is None:
+            target.unlink(missing_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content)
+
+
+def materialize(row: TaskRow, tasks_dir: Path, dest: Path, state: Literal["broken", "gold"] = "broken",
+                git: bool = True) -> Path:
+    """A fresh copy of the task's repository in `dest` (which must not exist)."""
+    base = extract_base(Path(tasks_dir) / row.archive, row.source.sha256)
+    shutil.copytree(base / row.root if row.root else base, dest, ignore=_ignore, symlinks=True)
+    apply_files(dest, row.broken_files)
+    if state == "gold":
+        apply_files(dest, dict(row.gold_files))
+    strip_tree(dest)
+    if git:
+        git_single_commit(dest)
+    return dest

@@ -1,0 +1,247 @@
+"""The agent's tools over one rollout's workspace, and the structured error log.
+
+Every tool returns text. A failure is returned to the model as text starting with "error:" and
+recorded as a plain dict {"kind", "turn", "message", "tool"} (composer-prime's ErrorRecord keys;
+`turn` is the index of the erring assistant message in the conversation).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from feature_deletion.grading import run_pytest
+from feature_deletion.sandbox import Limits, Sandbox
+from feature_deletion.task import TaskRow, materialize
+
+MAX_READ_LINES = 400
+MAX_OUTPUT = 8000
+MAX_WRITE = 512 * 1024
+
+
+class ToolError(Exception):
+    """A tool failure to report to the model (kind: tool_error unless given)."""
+
+    def __init__(self, message: str, kind: str = "tool_error"):
+        super().__init__(message)
+        self.kind = kind
+
+
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    {"type": "function", "function": {
+        "name": "list_dir", "description": "List a directory of the repository (relative path, default the root).",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": []}}},
+    {"type": "function", "function": {
+        "name": "read_file", "description": "Read a text file with line numbers; optional 1-based inclusive line range.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "start_line": {"type": "integer"},
+                                                         "end_line": {"type": "integer"}}, "required": ["path"]}}},
+    {"type": "function", "function": {
+        "name": "search", "description": "Regex search over the repository's text files; returns file:line: text.",
+        "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
+                       "required": ["pattern"]}}},
+    {"type": "function", "function": {
+        "name": "edit_file", "description": "Replace the exact text old_text (which must occur exactly once) with new_text.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"},
+                                                         "new_text": {"type": "string"}},
+                       "required": ["path", "old_text", "new_text"]}}},
+    {"type": "function", "function": {
+        "name": "write_file", "description": "Create or overwrite a file with content.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                       "required": ["path", "content"]}}},
+    {"type": "function", "function": {
+        "name": "run_tests", "description": "Run the test suite, or only the given pytest node ids/paths, in the sandbox.",
+        "parameters": {"type": "object", "properties": {"tests": {"type": "array", "items": {"type": "string"}}},
+                       "required": []}}},
+    {"type": "function", "function": {
+        "name": "submit", "description": "Finish: your current source changes are graded.",
+        "parameters": {"type": "object", "properties": {}, "required": []}}},
+]
+TOOL_NAMES = {t["function"]["name"] for t in TOOL_SCHEMAS}
+
+
+@dataclass
+class Workspace:
+    """One rollout's fresh copy of a task and the tools over it."""
+
+    row: TaskRow
+    tasks_dir: Path
+    runner: Path | None
+    limits: Limits = field(default_factory=Limits)
+    isolation: str = "namespace"
+    errors: list[dict] = field(default_factory=list)
+    tool_calls: int = 0
+    tool_seconds: float = 0.0
+    test_seconds: float = 0.0
+    submitted: bool = False
+    _pending_failure: str | None = None
+
+    def __post_init__(self):
+        self._tmp = tempfile.mkdtemp(prefix="fd-rollout.")
+        self.root = materialize(self.row, self.tasks_dir, Path(self._tmp) / "repo")
+        self.sandbox = Sandbox(self.root, runner=self.runner, limits=self.limits, isolation=self.isolation)
+
+    def close(self) -> None:
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- errors
+    def record(self, kind: str, turn: int, message: str, tool: str | None = None) -> None:
+        self.errors.append({"kind": kind, "turn": turn, "message": message[:500], "tool": tool})
+
+    # -- dispatch
+    def call(self, name: str, arguments: str | dict | None, turn: int) -> str:
+        """Run one tool call; failures come back as text and are recorded."""
+        start = time.perf_counter()
+        self.tool_calls += 1
+        try:
+            if name not in TOOL_NAMES:
+                raise ToolError(f"unknown tool {name!r}; tools: {', '.join(sorted(TOOL_NAMES))}", "malformed_tool_call")
+            if isinstance(arguments, str):
+                try:
+                    args = json.loads(arguments or "{}")
+                except json.JSONDecodeError as exc:
+                    raise ToolError(f"arguments of {name} are not valid JSON: {exc}", "malformed_tool_call") from None
+            else:
+                args = dict(arguments or {})
+            if not isinstance(args, dict):
+                raise ToolError(f"arguments of {name} must be a JSON object", "malformed_tool_call")
+            try:
+                out = getattr(self, name)(**args)
+            except TypeError as exc:
+                raise ToolError(f"bad arguments for {name}: {exc}", "malformed_tool_call") from None
+            if self._pending_failure:
+                self.record("test_failure", turn, self._pending_failure, name)
+                self._pending_failure = None
+            return out
+        except ToolError as exc:
+            self.record(exc.kind, turn, str(exc), name)
+            return f"error: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a tool never crashes the rollout
+            self.record("tool_error", turn, f"{type(exc).__name__}: {exc}", name)
+            return f"error: {type(exc).__name__}: {exc}"
+        finally:
+            self.tool_seconds += time.perf_counter() - start
+
+    # -- paths
+    def _resolve(self, path: str | None, must_exist: bool = True) -> Path:
+        rel = (path or ".").strip()
+        if rel.startswith("/workspace"):
+            rel = rel[len("/workspace"):].lstrip("/") or "."
+        if os.path.isabs(rel):
+            raise ToolError(f"{path}: use a path relative to the repository root")
+        target = Path(os.path.realpath(self.root / rel))
+        if target != self.root and self.root not in target.parents:
+            raise ToolError(f"{path}: outside the repository")
+        if target.parts[len(self.root.parts):][:1] == (".git",):
+            raise ToolError(f"{path}: the .git directory is not available")
+        if must_exist and not target.exists():
+            raise ToolError(f"{path}: no such file or directory")
+        return target
+
+    # -- tools
+    def list_dir(self, path: str = ".") -> str:
+        target = self._resolve(path)
+        if not target.is_dir():
+            raise ToolError(f"{path}: not a directory")
+        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir() if p.name != ".git")
+        return "\n".join(entries) if entries else "(empty)"
+
+    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
+        target = self._resolve(path)
+        if not target.is_file():
+            raise ToolError(f"{path}: not a file")
+        try:
+            lines = target.read_text().splitlines()
+        except UnicodeDecodeError:
+            raise ToolError(f"{path}: not a text file") from None
+        start = max(1, int(start_line or 1))
+        end = min(len(lines), int(end_line) if end_line else start + MAX_READ_LINES - 1)
+        if lines and start > len(lines):
+            raise ToolError(f"{path}: start_line {start} is past the end ({len(lines)} lines)")
+        if end - start + 1 > MAX_READ_LINES:
+            end = start + MAX_READ_LINES - 1
+        body = "\n".join(f"{n:>5}  {lines[n - 1]}" for n in range(start, end + 1))
+        more = f"\n[lines {start}-{end} of {len(lines)}]" if (start > 1 or end < len(lines)) else ""
+        return body + more
+
+    def search(self, pattern: str, path: str = ".") -> str:
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise ToolError(f"bad regex {pattern!r}: {exc}") from None
+        base = self._resolve(path)
+        hits = []
+        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file() and ".git" not in p.parts)
+        for f in files:
+            if f.stat().st_size > 1 << 20 or f.is_symlink():
+                continue
+            try:
+                for n, line in enumerate(f.read_text().splitlines(), 1):
+                    if regex.search(line):
+                        hits.append(f"{f.relative_to(self.root)}:{n}: {line.strip()[:200]}")
+                        if len(hits) >= 100:
+                            return "\n".join(hits) + "\n[first 100 matches]"
+            except (UnicodeDecodeError, OSError):
+                continue
+        return "\n".join(hits) if hits else "no matches"
+
+    def edit_file(self, path: str, old_text: str, new_text: str) -> str:
+        target = self._resolve(path)
+        if not target.is_file():
+            raise ToolError(f"{path}: not a file")
+        text = target.read_text()
+        count = text.count(old_text) if old_text else 0
+        if count != 1:
+            raise ToolError(f"{path}: old_text occurs {count} times; it must occur exactly once")
+        target.write_text(text.replace(old_text, new_text, 1))
+        return f"edited {path}"
+
+    def write_file(self, path: str, content: str) -> str:
+        if len(content.encode()) > MAX_WRITE:
+            raise ToolError(f"{path}: content over {MAX_WRITE} bytes")
+        target = self._resolve(path, must_exist=False)
+        if target.is_dir():
+            raise ToolError(f"{path}: is a directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.parent != self.root and self.root not in target.parent.resolve().parents:
+            raise ToolError(f"{path}: outside the repository")
+        target.write_text(content)
+        os.chown(target, self.sandbox.uid, self.sandbox.uid)
+        return f"wrote {len(content)} characters to {path}"
+
+    def run_tests(self, tests: list[str] | None = None) -> str:
+        if tests is not None and (not isinstance(tests, list) or not all(isinstance(t, str) for t in tests)):
+            raise ToolError("tests must be a list of pytest node ids or paths", "malformed_tool_call")
+        if tests and any(t.startswith("-") for t in tests):
+            raise ToolError("tests must be node ids or paths, not options", "malformed_tool_call")
+        start = time.perf_counter()
+        try:
+            result, outcomes = run_pytest(self.sandbox, self.row.import_root, tests or None)
+        finally:
+            self.test_seconds += time.perf_counter() - start
+        self.last_outcomes = outcomes
+        failed = sorted(t for t, o in outcomes.items() if o in ("failed", "error"))
+        text = result.output
+        if len(text) > MAX_OUTPUT:
+            text = "[... output cut ...]\n" + text[-MAX_OUTPUT:]
+        if result.timed_out:
+            raise ToolError(f"tests ran past {self.sandbox.limits.wall_s:.0f}s and were killed\n{text}", "test_timeout")
+        if failed:
+            self._pending_failure = f"{len(failed)} tests failed: " + ", ".join(failed[:5])
+        return text
+
+    def submit(self) -> str:
+        self.submitted = True
+        return "submitted"

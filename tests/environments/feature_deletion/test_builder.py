@@ -1,0 +1,99 @@
+import json
+import subprocess
+import sys
+
+from feature_deletion.builder.core import BuildConfig, Builder
+from feature_deletion.task import load_rows, materialize
+from feature_deletion.validate import main as validate_main
+
+
+
+def test_built_tasks_are_validated_fail_to_pass_and_pass_to_pass(tiny_tasks):
+    rows, out, stats = tiny_tasks
+    assert len(rows) >= 4
+    assert stats["packages"][0]["kept"] == len(rows) and stats["candidates_tried"] >= len(rows)
+    sizes, modes = set(), set()
+    for row in rows:
+        assert row.f2p and row.p2p and not set(row.f2p) & set(row.p2p)
+        assert row.source.kind == "local" and len(row.source.sha256) == 64
+        for rel, content in row.broken_files.items():
+            assert content != row.gold_files[rel]
+        sizes.add(row.deletion.size)
+        modes.add(row.deletion.mode)
+    assert modes == {"body", "definition"}
+    saved = (out / "tasks.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in saved] == [r.id for r in rows]
+    assert json.loads((out / "tasks.stats.json").read_text())["tasks"] == len(rows)
+
+
+def test_workspace_has_one_commit_and_no_caches(tiny_tasks, tmp_path):
+    rows, out, _ = tiny_tasks
+    repo = materialize(rows[0], out, tmp_path / "repo")
+    log = subprocess.run(["git", "log", "--all", "--oneline"], cwd=repo, capture_output=True, text=True).stdout
+    assert len(log.strip().splitlines()) == 1
+    assert not list(repo.rglob("__pycache__")) and not list(repo.rglob("*.pyc"))
+    for rel, content in rows[0].broken_files.items():
+        assert (repo / rel).read_text() == content
+
+
+def test_build_is_deterministic_for_a_seed(tiny_repo, tmp_path):
+    def build(seed, name):
+        config = BuildConfig(output=str(tmp_path / name / "tasks.jsonl"), seed=seed, max_tasks_per_package=3,
+                             packages=[{"source": "local", "spec": str(tiny_repo), "name": "fdcalc"}])
+        b = Builder(config, tmp_path)
+        b.write(*b.build())
+        return (tmp_path / name / "tasks.jsonl").read_text()
+
+    assert build(1, "a") == build(1, "b")
+
+
+def test_bad_inputs_are_skipped_with_a_reason(tiny_repo, tmp_path, make_repo):
+    write_tiny_repo, TINY = make_repo
+    broken = write_tiny_repo(tmp_path / "broken", dict(TINY, **{"tests/test_core.py": "def test_x():\n    assert False\n",
+                                                                  "tests/test_text.py": "def test_y():\n    assert 0\n"}))
+    config = BuildConfig(output=str(tmp_path / "o" / "tasks.jsonl"), max_tasks_per_package=1, packages=[
+        {"source": "local", "spec": str(broken), "name": "broken"},
+        {"source": "local", "spec": str(tmp_path / "missing")},
+        {"source": "nowhere", "spec": "x"},
+        {"source": "local", "spec": str(tiny_repo), "name": "fdcalc"},
+    ])
+    rows, stats = Builder(config, tmp_path).build()
+    statuses = [(p["status"], p["message"]) for p in stats["packages"]]
+    assert statuses[0][0] == "skipped" and "tests fail before deletion" in statuses[0][1]
+    assert statuses[1][0] == "skipped" and "no such directory" in statuses[1][1]
+    assert statuses[2][0] == "skipped" and "unknown source" in statuses[2][1]
+    assert statuses[3][0] == "ok" and len(rows) == 1 and stats["packages_skipped"] == 3
+
+
+def test_fd_build_command_reports_bad_config(tmp_path):
+    cfg = tmp_path / "b.toml"
+    cfg.write_text("seed = 'x'\npackages = []\n")
+    proc = subprocess.run([sys.executable, "-m", "feature_deletion.builder.cli", "@", str(cfg)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "seed" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_validate_scores_gold_1_and_untouched_0_and_skips_malformed_rows(tiny_tasks, tmp_path, capsys):
+    rows, out, _ = tiny_tasks
+    assert validate_main([str(out / "tasks.jsonl"), "--limit", "3"]) == 0
+    assert "3/3 tasks valid (100.0%)" in capsys.readouterr().out
+    bad = out / "with_bad_rows.jsonl"
+    lines = (out / "tasks.jsonl").read_text().splitlines()[:1] + ['{"id": "x"}', "not json"]
+    bad.write_text("\n".join(lines) + "\n")
+    loaded, problems = load_rows(bad)
+    assert len(loaded) == 1 and len(problems) == 2 and all("malformed task row skipped" in p for p in problems)
+    assert validate_main([str(bad)]) == 1
+    captured = capsys.readouterr()
+    assert "1/1 tasks valid" in captured.out and "2 malformed rows skipped" in captured.out
+
+
+def test_taskset_loads_by_id_through_verifiers(tiny_tasks):
+    from verifiers.v1.utils import loaders
+
+    rows, out, _ = tiny_tasks
+    cls = loaders.taskset_class("feature-deletion")
+    config_type = loaders.taskset_config_type("feature-deletion")
+    tasks = list(cls(config_type(tasks_path=str(out / "tasks.jsonl"), split="train"))) + \
+        list(cls(config_type(tasks_path=str(out / "tasks.jsonl"), split="eval")))
+    assert sorted(t.data.id for t in tasks) == sorted(r.id for r in rows)
+    assert all(t.data.prompt.startswith(f"Task id: {t.data.id}") for t in tasks)
+

@@ -1,0 +1,122 @@
+import http.server
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from feature_deletion.sandbox import Limits, Sandbox, ensure_runner, probe_isolation
+
+
+def _sandbox_pids(sb):
+    pids = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if p.stat().st_uid == sb.uid:
+                    pids.append(int(p.name))
+            except FileNotFoundError:
+                pass
+    return pids
+
+
+@pytest.fixture(scope="module")
+def runner():
+    assert probe_isolation() is None, probe_isolation()
+    return ensure_runner()
+
+
+def test_no_network_even_to_host_loopback(tmp_path, runner):
+    hits = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        code = (f"import socket\nfor addr in [('127.0.0.1', {port}), ('1.1.1.1', 80)]:\n"
+                "    s = socket.socket(); s.settimeout(3)\n"
+                "    try:\n        s.connect(addr); print('CONNECTED', addr)\n"
+                "    except OSError as e:\n        print('blocked', e.errno)\n")
+        result = Sandbox(tmp_path, runner=runner).run([Sandbox(tmp_path, runner=runner).python, "-c", code])
+        assert "CONNECTED" not in result.stdout and result.stdout.count("blocked") == 2, result.output
+        # The host itself reaches the server: the block is the sandbox's doing.
+        import urllib.request
+
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/host", timeout=5).read()
+        assert hits == ["/host"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_filesystem_is_private_and_read_only(tmp_path, runner):
+    marker = Path("/tmp") / f"fd-escape-{os.getpid()}"
+    sb = Sandbox(tmp_path, runner=runner)
+    code = ("import os\n"
+            f"for p in ['{marker}', '/etc/fd-escape', '/usr/fd-escape', '{runner}/fd-escape']:\n"
+            "    try:\n        open(p, 'w').write('x'); print('wrote', p)\n"
+            "    except OSError as e:\n        print('denied', p, e.errno)\n"
+            "open('/workspace/inside.txt', 'w').write('ok')\n"
+            "print('work' in os.listdir('/'), os.path.exists('/work/main'), os.getuid())\n")
+    result = sb.run([sb.python, "-c", code])
+    assert "wrote /etc" not in result.stdout and "wrote /usr" not in result.stdout and f"wrote {runner}" not in result.stdout
+    assert not marker.exists() and not Path("/etc/fd-escape").exists() and not (Path(runner) / "fd-escape").exists()
+    assert (tmp_path / "inside.txt").read_text() == "ok"
+    assert "False False" in result.stdout and not result.stdout.strip().endswith(" 0"), result.output
+
+
+def test_wall_limit_kills_the_whole_tree(tmp_path, runner):
+    sb = Sandbox(tmp_path, runner=runner, limits=Limits(wall_s=3))
+    code = ("import os, subprocess, time\n"
+            "subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
+            "if os.fork() == 0:\n    os.setsid(); time.sleep(1000)\n"
+            "time.sleep(1000)\n")
+    t0 = time.monotonic()
+    result = sb.run([sb.python, "-c", code])
+    assert result.timed_out and time.monotonic() - t0 < 15
+    time.sleep(0.5)
+    assert _sandbox_pids(sb) == []
+
+
+def test_fork_bomb_and_memory_and_file_size_are_capped(tmp_path, runner):
+    sb = Sandbox(tmp_path, runner=runner, limits=Limits(wall_s=20, nproc=32, memory_mb=512, fsize_mb=1))
+    bomb = ("import os\nn = 0\nwhile True:\n    try:\n        if os.fork() == 0:\n            import time; time.sleep(30)\n"
+            "        n += 1\n    except OSError:\n        print('capped at', n, flush=True); break\n")
+    result = sb.run([sb.python, "-c", bomb])
+    assert "capped at" in result.stdout and int(result.stdout.split()[-1]) < 40, result.output
+    memory = "x = bytearray(1024 * 1024 * 1024)\nprint('allocated')"
+    assert "allocated" not in sb.run([sb.python, "-c", memory]).stdout
+    big = "open('/workspace/big', 'wb').write(b'x' * 5 * 1024 * 1024)"
+    assert sb.run([sb.python, "-c", big]).returncode != 0
+    assert (tmp_path / "big").stat().st_size <= 1024 * 1024
+    time.sleep(0.5)
+    assert _sandbox_pids(sb) == []
+
+
+def test_refuses_without_isolation_unless_opted_out(tmp_path):
+    """With no `unshare` on PATH the sandbox refuses to run agent code; isolation='none' runs it."""
+    code = (
+        "import sys\nfrom feature_deletion.sandbox import Sandbox, IsolationUnavailable, probe_isolation\n"
+        "print('reason:', probe_isolation())\n"
+        f"try:\n    Sandbox({str(tmp_path)!r}).run([sys.executable, '-c', 'print(1)'])\n    print('RAN')\n"
+        "except IsolationUnavailable as e:\n    print('REFUSED', e)\n"
+        f"r = Sandbox({str(tmp_path)!r}, isolation='none').run([sys.executable, '-c', 'print(41 + 1)'])\n"
+        "print('optout', r.stdout.strip())\n"
+    )
+    env = dict(os.environ, PATH="/nonexistent")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60).stdout
+    assert "`unshare` (util-linux) is not installed" in out
+    assert "REFUSED" in out and "RAN" not in out and "isolation = \"none\"" in out
+    assert "optout 42" in out

@@ -56,7 +56,6 @@ from composer_prime.utils.metrics import read_metrics
 from composer_prime.utils.net import free_port
 
 REPO = Path(__file__).resolve().parents[1]
-WARMSTART = REPO / "configs/quickstart/warmstart"
 MAX_TOKENS = 16  # as the quickstart samples
 
 
@@ -68,9 +67,9 @@ def _server(model: Path, work: Path, stack: ExitStack) -> tuple[str, object]:
     return f"http://127.0.0.1:{port}", child
 
 
-async def _sample_rollouts(url: str, child, split: str, prompts: int, n: int, seed: int):
+async def _sample_rollouts(url: str, child, model: Path, split: str, prompts: int, n: int, seed: int):
     env = load_environment(EnvConfig(id="reverse-text"))
-    tokenizer = load_tokenizer(ModelConfig(path=str(WARMSTART)))
+    tokenizer = load_tokenizer(ModelConfig(path=str(model)))
     examples = env.examples(split)
     order = np.random.default_rng(seed).permutation(len(examples))[:prompts]
     hints = HintsConfig(enabled=True)
@@ -88,13 +87,13 @@ async def _sample_rollouts(url: str, child, split: str, prompts: int, n: int, se
         return [r for g in groups for r in g], tokenizer
 
 
-def student_traces(work: Path, prompts: int) -> Path:
+def student_traces(work: Path, model: Path, prompts: int) -> Path:
     path = work / "student" / "traces.jsonl"
     if path.exists():
         return path
     with ExitStack() as stack:
-        url, child = _server(WARMSTART, work / "student" / "server", stack)
-        rollouts, _ = asyncio.run(_sample_rollouts(url, child, "train", prompts, 1, seed=1))
+        url, child = _server(model, work / "student" / "server", stack)
+        rollouts, _ = asyncio.run(_sample_rollouts(url, child, model, "train", prompts, 1, seed=1))
     path.write_text("".join(r.trace.model_dump_json() + "\n" for r in rollouts))
     wrong = sum(bool(r.trace.errors) for r in rollouts)
     print(f"student traces: {len(rollouts)} rollouts, {wrong} with an error -> {path}", flush=True)
@@ -130,14 +129,14 @@ async def _all_ready(urls) -> None:
             await wait_ready(client, child, timeout_s=300)
 
 
-def held_out_sites(work: Path, prompts: int) -> list[HintSite]:
+def held_out_sites(work: Path, model: Path, prompts: int) -> list[HintSite]:
     path = work / "held_out_sites.msgpack"
     if not path.exists():
         with ExitStack() as stack:
-            url, child = _server(WARMSTART, work / "sites_server", stack)
+            url, child = _server(model, work / "sites_server", stack)
 
             async def go():
-                rollouts, tokenizer = await _sample_rollouts(url, child, "eval", prompts, 2, seed=2)
+                rollouts, tokenizer = await _sample_rollouts(url, child, model, "eval", prompts, 2, seed=2)
                 erring = [r for r in rollouts if r.trace.errors]
                 async with InferenceClient(url) as client:
                     return await build_hint_sites(erring, HintsConfig(enabled=True), TemplateHintWriter(),
@@ -148,13 +147,14 @@ def held_out_sites(work: Path, prompts: int) -> list[HintSite]:
     return msgspec.msgpack.decode(path.read_bytes(), type=list[HintSite])
 
 
-def run_arm(work: Path, name: str, alpha: float, beta: float, seed: int, steps: int, pairs: Path) -> Path:
+def run_arm(work: Path, model: Path, name: str, alpha: float, beta: float, seed: int, steps: int, pairs: Path
+            ) -> Path:
     out = work / "arms" / name
     if any(r.get("step") == steps and "eval/reward_end" in r for r in read_metrics(out, "orchestrator")):
         return out
     command = [
         sys.executable, "-m", "composer_prime.rl.main", "@", str(REPO / "configs/composed/rl.toml"),
-        "--output-dir", str(out), "--max-steps", str(steps), "--seed", str(seed),
+        "--output-dir", str(out), "--max-steps", str(steps), "--seed", str(seed), "--model.path", str(model),
         "--inference.port", str(free_port()),
         "--trainer.loss.hint.weight", str(alpha), "--trainer.loss.preference.weight", str(beta),
         "--trainer.loss.preference.pairs", str(pairs), "--trainer.loss.preference.eval-interval", "0",
@@ -210,6 +210,8 @@ def table(rows: list[dict], noise: float, kl_start: float, alpha: float, beta: f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--teachers", nargs="+", type=Path, required=True)
+    parser.add_argument("--warmstart", type=Path, default=Path("outputs/composed-warmstart"),
+                        help="the student (uv run sft @ configs/composed/sft.toml)")
     parser.add_argument("--k", type=int, default=2, help="teachers that must agree")
     parser.add_argument("--work", type=Path, default=Path("outputs/ablation"))
     parser.add_argument("--steps", type=int, default=300)
@@ -222,10 +224,12 @@ def main() -> None:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
 
-    pairs = mine_pairs(work, student_traces(work, args.train_prompts), [t.resolve() for t in args.teachers], args.k)
-    sites = held_out_sites(work, args.eval_prompts)
+    model = args.warmstart.resolve()
+    pairs = mine_pairs(work, student_traces(work, model, args.train_prompts), [t.resolve() for t in args.teachers],
+                       args.k)
+    sites = held_out_sites(work, model, args.eval_prompts)
     print(f"held-out error sites: {len(sites)}", flush=True)
-    warm = AutoModelForCausalLM.from_pretrained(WARMSTART, dtype=torch.float32).eval()
+    warm = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
     kl_start = error_site_kl(warm, sites)
 
     arms = [(a, b, 0) for a in (0.0, args.alpha) for b in (0.0, args.beta)]
@@ -233,7 +237,7 @@ def main() -> None:
     rows = []
     for alpha, beta, seed in arms:
         name = f"a{alpha:g}_b{beta:g}_s{seed}"
-        out = run_arm(work, name, alpha, beta, seed, args.steps, pairs)
+        out = run_arm(work, model, name, alpha, beta, seed, args.steps, pairs)
         rows.append({"alpha": alpha, "beta": beta, "seed": seed, **arm_figures(out, args.steps, sites)})
         (work / "results.json").write_text(json.dumps(rows, indent=1))
     baseline = [r["reward_end"] for r in rows if r["alpha"] == 0 and r["beta"] == 0]

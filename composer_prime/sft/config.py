@@ -32,5 +32,9 @@ class SFTConfig(BaseConfig):
     max_steps: Annotated[int, Field(ge=1, description="Optimizer steps.")] = 100
     batch_size: Annotated[int, Field(ge=1, description="Demonstrations per step.")] = 32
     seed: Annotated[int, Field(description="Seed for the demonstration order.")] = 0
+    hinted: Annotated[
+        bool, Field(description="Add one hinted demonstration per example (a wrong attempt's feedback as a hint "
+                                "before the answer), so the model learns to use hints (hint channel teacher).")
+    ] = False
     optim: SFTOptimConfig = SFTOptimConfig()
     log: LogConfig = LogConfig()

@@ -15,7 +15,7 @@ from composer_prime.model.load import load_model, load_tokenizer, resolve_device
 from composer_prime.model.save import save_model
 from composer_prime.orchestrator.envs import load_environment
 from composer_prime.sft.config import SFTConfig
-from composer_prime.sft.data import batch_indices, collate, demonstrations
+from composer_prime.sft.data import batch_indices, collate, demonstrations, hinted_demonstrations
 from composer_prime.utils.metrics import MetricsLogger
 
 
@@ -26,7 +26,10 @@ def train(config: SFTConfig) -> Path:
     device = resolve_device(config.model)
     tokenizer = load_tokenizer(config.model)
     model = load_model(config.model, device)
-    demos = demonstrations(load_environment(config.env).examples("train"), tokenizer)
+    env = load_environment(config.env)
+    demos = demonstrations(env.examples("train"), tokenizer)
+    if config.hinted:
+        demos += hinted_demonstrations(env.examples("train"), env, tokenizer, config.seed)
     optim = config.optim
     optimizer = torch.optim.AdamW(model.parameters(), lr=optim.lr, betas=optim.betas, weight_decay=optim.weight_decay)
     warmup = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / (optim.warmup_steps + 1)))

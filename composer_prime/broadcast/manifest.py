@@ -1,0 +1,106 @@
+"""The signed manifest of one broadcast weight version.
+
+A version directory (`broadcasts/step_N/`: safetensors, config, tokenizer assets) is read as one
+byte stream, its files back to back in name order, and cut into fixed-size shards. The manifest
+lists each file's place in the stream, each shard's sha256, the whole stream's sha256 and the
+version number, and is signed with the run's Ed25519 key. A client that holds only the run's
+public key can then trust bytes from any server: each shard is checked on arrival, the whole
+version after assembly.
+
+Wire format: JSON through msgspec, typed and versioned. The signature covers the canonical
+encoding of `body` (msgspec writes struct fields in declaration order, so decoding and
+re-encoding gives the signed bytes back).
+"""
+
+from __future__ import annotations
+
+import msgspec
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from composer_prime.broadcast import keys
+
+MANIFEST_SCHEMA = 1
+MANIFEST_FILE = "manifest.json"
+
+
+class BroadcastError(Exception):
+    """A version could not be fetched or verified (bad signature, corrupt data, no server had it)."""
+
+
+class FileEntry(msgspec.Struct, frozen=True):
+    name: str
+    offset: int
+    """Byte offset of the file in the version stream."""
+    size: int
+    sha256: str
+
+
+class ShardEntry(msgspec.Struct, frozen=True):
+    index: int
+    offset: int
+    size: int
+    sha256: str
+
+
+class ManifestBody(msgspec.Struct, frozen=True):
+    version: int
+    run_id: str
+    shard_size: int
+    total_size: int
+    files: list[FileEntry]
+    shards: list[ShardEntry]
+    version_sha256: str
+    """sha256 of the whole stream (all files back to back)."""
+    schema_version: int = MANIFEST_SCHEMA
+
+
+class SignedManifest(msgspec.Struct, frozen=True):
+    body: ManifestBody
+    signature: str
+    """Ed25519 signature of `canonical(body)`, hex."""
+    public_key: str
+    """The signer's public key, hex: informational, clients check against the key they were given."""
+
+
+def canonical(body: ManifestBody) -> bytes:
+    return msgspec.json.encode(body)
+
+
+def sign_manifest(body: ManifestBody, key: Ed25519PrivateKey) -> SignedManifest:
+    return SignedManifest(body=body, signature=keys.sign(key, canonical(body)).hex(), public_key=keys.public_hex(key))
+
+
+def encode(manifest: SignedManifest) -> bytes:
+    return msgspec.json.encode(manifest)
+
+
+def decode_verified(data: bytes, public: Ed25519PublicKey, version: int | None = None) -> SignedManifest:
+    """Parse a manifest and check its signature against the run key (and its version number)."""
+    try:
+        manifest = msgspec.json.decode(data, type=SignedManifest)
+        signature = bytes.fromhex(manifest.signature)
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+        raise BroadcastError(f"malformed manifest: {exc}") from None
+    if manifest.body.schema_version != MANIFEST_SCHEMA:
+        raise BroadcastError(f"manifest schema v{manifest.body.schema_version}, this client reads v{MANIFEST_SCHEMA}")
+    if not keys.verify(public, signature, canonical(manifest.body)):
+        raise BroadcastError(f"manifest of version {manifest.body.version}: signature does not verify with the run key")
+    if version is not None and manifest.body.version != version:
+        # A validly signed manifest of another version served under this name: a replay of old weights.
+        raise BroadcastError(f"asked for version {version}, manifest is signed for version {manifest.body.version}")
+    _check_layout(manifest.body)
+    return manifest
+
+
+def _check_layout(body: ManifestBody) -> None:
+    # Signed, so not hostile; but a client must never write outside the version dir or loop forever.
+    offset = 0
+    for position, shard in enumerate(body.shards):
+        if shard.index != position or shard.offset != offset or shard.size <= 0:
+            raise BroadcastError("manifest shards do not tile the version stream")
+        offset += shard.size
+    if offset != body.total_size:
+        raise BroadcastError("manifest shards do not add up to the version size")
+    for entry in body.files:
+        if "/" in entry.name or entry.name in ("", ".", "..") or entry.offset + entry.size > body.total_size:
+            raise BroadcastError(f"manifest file entry {entry.name!r} is not a plain file inside the version")

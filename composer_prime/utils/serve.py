@@ -1,0 +1,44 @@
+"""An ASGI app served by uvicorn on a free 127.0.0.1 port, in a thread with its own event loop.
+
+For tests and benchmarks that need a real HTTP server in-process; `with ServedApp(app) as s:`
+starts it and stops it on exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import uvicorn
+
+from composer_prime.utils.net import free_port
+
+
+class ServedApp:
+    def __init__(self, app, start_timeout_s: float = 5.0):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=lambda: asyncio.run(self.server.serve()), daemon=True)
+        self._timeout_s = start_timeout_s
+
+    def start(self) -> ServedApp:
+        self.thread.start()
+        ready = threading.Event()
+        for _ in range(int(self._timeout_s / 0.01)):
+            if self.server.started:
+                return self
+            if not self.thread.is_alive():
+                break
+            ready.wait(0.01)
+        raise RuntimeError(f"server on {self.url} did not start")
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+
+    def __enter__(self) -> ServedApp:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

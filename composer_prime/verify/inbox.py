@@ -1,0 +1,40 @@
+"""The orchestrator's intake of volunteer rollouts: verify every new batch in the object store.
+
+Workers upload to `<store>/rollouts/<worker_id>/<batch_id>.msgpack`. `poll()` verifies each key it
+has not processed yet (RolloutVerifier) and returns the decisions; the accepted samples are what
+the orchestrator may turn into training batches. Processed keys are remembered in a JSON file so a
+restarted orchestrator neither re-counts nor re-trains a batch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from composer_prime.broadcast.store import Store
+from composer_prime.utils.fs import atomic_write_bytes
+from composer_prime.verify.verifier import Decision, RolloutVerifier
+
+
+class RolloutInbox:
+    def __init__(self, store: Store, verifier: RolloutVerifier, state_path: Path | None = None):
+        self.store = store
+        self.verifier = verifier
+        self.state_path = Path(state_path) if state_path else None
+        self.processed: set[str] = set()
+        if self.state_path and self.state_path.is_file():
+            self.processed = set(json.loads(self.state_path.read_text()))
+
+    def poll(self, current_version: int) -> list[Decision]:
+        self.store.fs.invalidate_cache()
+        decisions = []
+        for worker in sorted(self.store.list("rollouts")):
+            for name in sorted(self.store.list(f"rollouts/{worker}")):
+                key = f"rollouts/{worker}/{name}"
+                if not name.endswith(".msgpack") or key in self.processed:
+                    continue
+                decisions.append(self.verifier.verify(self.store.read_bytes(key), current_version))
+                self.processed.add(key)
+        if decisions and self.state_path:
+            atomic_write_bytes(self.state_path, json.dumps(sorted(self.processed)).encode())
+        return decisions

@@ -1,0 +1,83 @@
+"""Registered workers: public keys, bans, and per-worker accept/reject statistics.
+
+Saved as JSON (atomic rename) so that bans and counts survive an orchestrator restart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from composer_prime.broadcast import keys
+from composer_prime.utils.fs import atomic_write_bytes
+
+
+@dataclass
+class WorkerStats:
+    batches_accepted: int = 0
+    batches_rejected: int = 0
+    samples_accepted: int = 0
+    samples_rejected: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    """Why batches or samples were rejected (reason -> count)."""
+
+    @property
+    def failure_rate(self) -> float:
+        total = self.samples_accepted + self.samples_rejected
+        return self.samples_rejected / total if total else 0.0
+
+
+@dataclass
+class WorkerEntry:
+    public_key: str
+    banned: bool = False
+    ban_reason: str = ""
+    stats: WorkerStats = field(default_factory=WorkerStats)
+
+
+class WorkerRegistry:
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else None
+        self.workers: dict[str, WorkerEntry] = {}
+        if self.path and self.path.is_file():
+            for worker_id, raw in json.loads(self.path.read_text()).items():
+                stats = raw.pop("stats")
+                stats["reasons"] = Counter(stats["reasons"])
+                self.workers[worker_id] = WorkerEntry(**raw, stats=WorkerStats(**stats))
+
+    def register(self, worker_id: str, public_key_hex: str) -> None:
+        keys.parse_public_key(public_key_hex)  # refuse a malformed key at registration, not at first batch
+        existing = self.workers.get(worker_id)
+        if existing is not None and existing.public_key != public_key_hex:
+            raise ValueError(f"worker {worker_id!r} is already registered with another key")
+        self.workers.setdefault(worker_id, WorkerEntry(public_key=public_key_hex))
+        self.save()
+
+    def public_key(self, worker_id: str) -> Ed25519PublicKey | None:
+        entry = self.workers.get(worker_id)
+        return keys.parse_public_key(entry.public_key) if entry else None
+
+    def ban(self, worker_id: str, reason: str) -> None:
+        entry = self.workers[worker_id]
+        entry.banned, entry.ban_reason = True, reason
+        self.save()
+
+    def summary(self) -> dict[str, dict]:
+        """Per worker: counts, failure rate, ban state (for metrics.jsonl)."""
+        return {w: {**_stats_dict(e.stats), "failure_rate": e.stats.failure_rate, "banned": e.banned}
+                for w, e in self.workers.items()}
+
+    def save(self) -> None:
+        if self.path is not None:
+            data = {w: {"public_key": e.public_key, "banned": e.banned, "ban_reason": e.ban_reason,
+                        "stats": _stats_dict(e.stats)} for w, e in self.workers.items()}
+            atomic_write_bytes(self.path, json.dumps(data, indent=1).encode())
+
+
+def _stats_dict(stats: WorkerStats) -> dict:
+    # dataclasses.asdict would rebuild the Counter from (key, value) pairs, counting the pairs.
+    return {**{k: v for k, v in vars(stats).items() if k != "reasons"}, "reasons": dict(stats.reasons)}

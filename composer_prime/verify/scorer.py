@@ -1,0 +1,66 @@
+"""Trusted log-probs of submitted tokens: the verifier's ground truth.
+
+`ModelScorer` runs a teacher-forced forward of prompt + completion with the weights of the
+version the worker claims to have sampled from (trusted copies: the trainer's own broadcasts),
+in float32. `ServerScorer` asks a trusted inference server's POST /score instead (the server
+must hold that version; its answer says which it used).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import torch
+
+from composer_prime.inference.protocol import ScoreRequest, ScoreResponse
+
+
+class Scorer:
+    def logprobs(self, version: int, prompt_ids: list[int], completion_ids: list[int], temperature: float) -> list[float]:
+        raise NotImplementedError
+
+
+class ModelScorer(Scorer):
+    """`resolve(version)` gives the directory of that version's trusted weights; the newest `keep` stay loaded."""
+
+    def __init__(self, resolve: Callable[[int], Path], keep: int = 2, device: str = "cpu"):
+        self.resolve = resolve
+        self.keep = keep
+        self.device = device
+        self._models: OrderedDict[int, torch.nn.Module] = OrderedDict()
+
+    def model(self, version: int) -> torch.nn.Module:
+        if version not in self._models:
+            from transformers import AutoModelForCausalLM  # slow import, only for verifiers that score locally
+
+            model = AutoModelForCausalLM.from_pretrained(self.resolve(version), dtype=torch.float32)
+            self._models[version] = model.to(self.device).eval()
+            while len(self._models) > self.keep:
+                self._models.popitem(last=False)
+        self._models.move_to_end(version)
+        return self._models[version]
+
+    @torch.no_grad()
+    def logprobs(self, version: int, prompt_ids: list[int], completion_ids: list[int], temperature: float) -> list[float]:
+        ids = torch.tensor([prompt_ids + completion_ids], device=self.device)
+        logits = self.model(version)(ids).logits[0, len(prompt_ids) - 1:-1].float()
+        scaled = logits / (temperature if temperature > 0 else 1.0)
+        return scaled.log_softmax(-1).gather(1, ids[0, len(prompt_ids):, None]).squeeze(1).tolist()
+
+
+class ServerScorer(Scorer):
+    def __init__(self, base_url: str, timeout_s: float = 120.0):
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s)
+
+    def logprobs(self, version: int, prompt_ids: list[int], completion_ids: list[int], temperature: float) -> list[float]:
+        request = ScoreRequest(prompt_token_ids=prompt_ids, completion_token_ids=completion_ids,
+                               temperature=temperature if temperature > 0 else 1.0)
+        response = self._http.post("/score", json=request.model_dump())
+        response.raise_for_status()
+        score = ScoreResponse.model_validate(response.json())
+        if score.weight_version != version:
+            raise LookupError(f"scoring server holds version {score.weight_version}, batch claims {version}")
+        return score.logprobs

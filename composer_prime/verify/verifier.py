@@ -1,0 +1,169 @@
+"""The orchestrator's gate for rollouts from volunteer workers.
+
+A batch is taken apart in this order, cheapest check first:
+  1. decodes as a SignedBatch                         else `malformed`
+  2. the worker is registered and not banned          else `unregistered` / `banned`
+  3. the signature verifies with its registered key   else `bad-signature`
+  4. the batch id was not seen before                 else `duplicate` (a retried upload; not a failure)
+  5. its weight version is current or at most `max_staleness` behind   else `stale` / `future`
+  6. per sample: well-formed (lengths, token ids in the vocabulary, finite log-probs <= 0), and, for a
+     `check_fraction` of samples, the submitted log-probs agree with the trusted recomputation
+     (mean |diff| <= logprob_mean_tolerance and max |diff| <= logprob_max_tolerance)
+                                                     else `malformed-sample` / `logprob-mismatch`
+Fabricated log-probs and altered tokens both show up at step 6: the submitted numbers no longer
+match what the trusted weights give for the submitted tokens.
+
+A worker whose sample failure rate passes `ban_failure_rate` (after `ban_min_samples`) is banned.
+A bad signature is never counted against the worker it names: anyone can forge the name, and
+counting it would let an attacker get an honest worker banned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import msgspec
+from pydantic import Field
+from pydantic_config import BaseConfig
+
+from composer_prime.broadcast import keys
+from composer_prime.verify.messages import ROLLOUT_SCHEMA, RolloutSample, decode_batch, decode_signed
+from composer_prime.verify.registry import WorkerRegistry
+from composer_prime.verify.scorer import Scorer
+
+logger = logging.getLogger(__name__)
+
+
+class VerifyConfig(BaseConfig):
+    """Checks on rollouts submitted by volunteer workers."""
+
+    max_staleness: Annotated[int, Field(ge=0, description="Accept batches sampled at most this many versions behind.")] = 1
+    logprob_mean_tolerance: Annotated[
+        float, Field(gt=0, description="Reject a sample whose mean |submitted - trusted| log-prob exceeds this.")
+    ] = 0.05
+    logprob_max_tolerance: Annotated[
+        float, Field(gt=0, description="... or whose largest per-token |difference| exceeds this.")
+    ] = 1.0
+    check_fraction: Annotated[
+        float, Field(gt=0, le=1, description="Fraction of samples whose log-probs are recomputed (chosen unpredictably).")
+    ] = 1.0
+    ban_failure_rate: Annotated[float, Field(gt=0, le=1, description="Ban a worker whose rejected-sample rate exceeds this.")] = 0.2
+    ban_min_samples: Annotated[int, Field(ge=1, description="... once it submitted at least this many samples.")] = 16
+    secret: Annotated[str, Field(description="Seeds which samples are checked; keep it from workers.")] = "change-me"
+
+
+@dataclass
+class Decision:
+    worker_id: str
+    batch_id: str
+    weight_version: int = -1
+    accepted: list[RolloutSample] = field(default_factory=list)
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+    """(sample index, reason)."""
+    batch_reason: str | None = None
+    """Set when the whole batch was refused before looking at samples."""
+
+    @property
+    def ok(self) -> bool:
+        return self.batch_reason is None and not self.rejected
+
+
+class RolloutVerifier:
+    def __init__(self, registry: WorkerRegistry, scorer: Scorer, config: VerifyConfig, vocab_size: int):
+        self.registry = registry
+        self.scorer = scorer
+        self.config = config
+        self.vocab_size = vocab_size
+        self.seen: set[tuple[str, str]] = set()
+        self.forged = 0
+
+    def verify(self, data: bytes, current_version: int) -> Decision:
+        try:
+            signed = decode_signed(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return Decision("?", "?", batch_reason="malformed")
+        decision = Decision(signed.worker_id, "?")
+        entry = self.registry.workers.get(signed.worker_id)
+        if entry is None:
+            decision.batch_reason = "unregistered"
+            return decision
+        if entry.banned:
+            decision.batch_reason = "banned"
+            return decision
+        if not keys.verify(keys.parse_public_key(entry.public_key), signed.signature, signed.payload):
+            self.forged += 1
+            decision.batch_reason = "bad-signature"
+            return decision  # not counted against the named worker (see module docstring)
+        try:
+            batch = decode_batch(signed.payload)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return self._refuse(decision, "malformed", 1)
+        decision.batch_id, decision.weight_version = batch.batch_id, batch.weight_version
+        if batch.worker_id != signed.worker_id or batch.schema_version != ROLLOUT_SCHEMA:
+            return self._refuse(decision, "malformed", len(batch.samples))
+        if (batch.worker_id, batch.batch_id) in self.seen:
+            decision.batch_reason = "duplicate"
+            return decision
+        if batch.weight_version > current_version:
+            return self._refuse(decision, "future", len(batch.samples))
+        if current_version - batch.weight_version > self.config.max_staleness:
+            return self._refuse(decision, "stale", len(batch.samples))
+        self.seen.add((batch.worker_id, batch.batch_id))
+        rng = random.Random(hashlib.sha256(f"{self.config.secret}/{batch.worker_id}/{batch.batch_id}".encode()).digest())
+        for index, sample in enumerate(batch.samples):
+            reason = self._check_sample(sample, batch.weight_version, batch.temperature, rng)
+            if reason is None:
+                decision.accepted.append(sample)
+            else:
+                decision.rejected.append((index, reason))
+        self._record(decision)
+        return decision
+
+    def _check_sample(self, sample: RolloutSample, version: int, temperature: float, rng: random.Random) -> str | None:
+        n = len(sample.completion_ids)
+        if (not sample.prompt_ids or n == 0 or len(sample.logprobs) != n
+                or any(not 0 <= t < self.vocab_size for t in sample.prompt_ids + sample.completion_ids)
+                or any(not math.isfinite(lp) or lp > 1e-6 for lp in sample.logprobs)):
+            return "malformed-sample"
+        if rng.random() >= self.config.check_fraction:
+            return None
+        trusted = self.scorer.logprobs(version, sample.prompt_ids, sample.completion_ids, temperature)
+        diffs = [abs(a - b) for a, b in zip(sample.logprobs, trusted)]
+        if sum(diffs) / n > self.config.logprob_mean_tolerance or max(diffs) > self.config.logprob_max_tolerance:
+            return "logprob-mismatch"
+        return None
+
+    def _refuse(self, decision: Decision, reason: str, samples: int) -> Decision:
+        # A refused batch's samples all count as failures: a worker that keeps sending stale or
+        # malformed batches is banned like one that fabricates log-probs.
+        decision.batch_reason = reason
+        self._record(decision, refused_samples=samples)
+        return decision
+
+    def _record(self, decision: Decision, refused_samples: int = 0) -> None:
+        entry = self.registry.workers[decision.worker_id]
+        stats = entry.stats
+        if decision.batch_reason is not None:
+            stats.batches_rejected += 1
+            stats.samples_rejected += refused_samples
+            stats.reasons[decision.batch_reason] += 1
+        else:
+            stats.batches_accepted += 1 if not decision.rejected else 0
+            stats.batches_rejected += 1 if decision.rejected else 0
+            stats.samples_accepted += len(decision.accepted)
+            stats.samples_rejected += len(decision.rejected)
+            for _, reason in decision.rejected:
+                stats.reasons[reason] += 1
+        total = stats.samples_accepted + stats.samples_rejected
+        if total >= self.config.ban_min_samples and stats.failure_rate > self.config.ban_failure_rate:
+            self.registry.ban(decision.worker_id, f"sample failure rate {stats.failure_rate:.2f}")
+            logger.warning("banned worker %s: %s", decision.worker_id, entry.ban_reason)
+        self.registry.save()
+        logger.info("worker %s batch %s: %d accepted, %d rejected%s", decision.worker_id, decision.batch_id,
+                    len(decision.accepted), len(decision.rejected),
+                    f" ({decision.batch_reason})" if decision.batch_reason else "")

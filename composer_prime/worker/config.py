@@ -1,0 +1,37 @@
+"""A volunteer worker's config: which run to join, with what token, on which engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+from pydantic_config import BaseConfig
+
+from composer_prime.config import Dtype, NumThreads
+from composer_prime.inference.config import TransformersBackendConfig, VLLMBackendConfig
+
+
+class WorkerConfig(BaseConfig):
+    """Join a run, pull verified weights, sample rollouts, sign and upload them."""
+
+    run_url: Annotated[str, Field(description="The run coordinator's URL (given by the run's operators).")]
+    join_token: Annotated[str, Field(description="The run's join token (given by the run's operators).")]
+    worker_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$", description="This worker's name in the run; keep it across restarts.")]
+    state_dir: Annotated[
+        Path, Field(description="Key, downloaded weight versions and the upload journal; keep it across restarts.")
+    ] = Path("outputs/worker")
+    backend: Annotated[
+        TransformersBackendConfig | VLLMBackendConfig,
+        Field(discriminator="type", description="Sampling engine: vllm on a GPU, transformers on a CPU."),
+    ] = TransformersBackendConfig()
+    dtype: Annotated[Dtype | None, Field(description="Model dtype; None: bfloat16 on CUDA, float32 on CPU.")] = None
+    device: Annotated[str | None, Field(description="torch device; None picks cuda when available.")] = None
+    num_threads: NumThreads = None
+    use_store_for_weights: Annotated[
+        bool, Field(description="Also pull weight shards straight from the run's object store (besides its servers).")
+    ] = True
+    max_batches: Annotated[int | None, Field(ge=1, description="Stop after uploading this many batches; None: run until stopped.")] = None
+    heartbeat_s: Annotated[float, Field(gt=0, description="Seconds between heartbeats.")] = 10.0
+    retry_s: Annotated[float, Field(gt=0, description="First back-off after a failed request (doubles up to 60 s).")] = 1.0
+    seed: Annotated[int, Field(description="Seed for prompt choice and sampling.")] = 0

@@ -1,0 +1,187 @@
+"""`uv run worker @ configs/worker/<...>.toml`: a volunteer worker.
+
+  join (token) -> pull the newest verified weight version -> loop:
+      sample `prompts_per_batch` prompts x `samples_per_prompt` completions, score them with the
+      environment, sign the batch, journal it, upload it to `rollouts/<worker_id>/<batch_id>.msgpack`;
+      pick up newer weight versions that heartbeats announce.
+
+Disconnects: every request to the coordinator, the servers and the store is retried with
+exponential back-off; a restart uploads the journal's pending batches first (journal.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import httpx
+
+from composer_prime.broadcast import keys
+from composer_prime.broadcast.client import BroadcastClient, make_sources
+from composer_prime.broadcast.manifest import BroadcastError
+from composer_prime.broadcast.store import Store
+from composer_prime.cli import run_cli
+from composer_prime.config import ModelConfig
+from composer_prime.errors import UserError
+from composer_prime.inference.protocol import GenerateRequest
+from composer_prime.verify.messages import RolloutBatch, RolloutSample
+from composer_prime.verify.signing import signed_bytes
+from composer_prime.worker.config import WorkerConfig
+from composer_prime.worker.journal import Journal
+from composer_prime.worker.protocol import Heartbeat, HeartbeatResponse, JoinRequest, JoinResponse, heartbeat_message, rollout_key
+
+logger = logging.getLogger("composer_prime.worker")
+T = TypeVar("T")
+
+
+async def retry(what: str, call: Callable[[], Awaitable[T]], first_s: float, fatal=(UserError,)) -> T:
+    """Call until it succeeds, backing off 1, 2, 4 ... 60 s; errors in `fatal` end the worker."""
+    delay = first_s
+    while True:
+        try:
+            return await call()
+        except fatal:
+            raise
+        except Exception as exc:  # noqa: BLE001 - network and store errors are all worth another try
+            logger.warning("%s failed (%s); retrying in %.0f s", what, exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(60.0, delay * 2)
+
+
+class Worker:
+    def __init__(self, config: WorkerConfig):
+        self.config = config
+        self.key = keys.load_or_create_private_key(config.state_dir / "worker.key")
+        self.http = httpx.AsyncClient(base_url=config.run_url.rstrip("/"), timeout=30)
+        self.journal = Journal(config.state_dir / "journal")
+        self.version = -1
+        self.announced = -1
+        self.banned = False
+
+    async def join(self) -> JoinResponse:
+        request = JoinRequest(join_token=self.config.join_token, worker_id=self.config.worker_id,
+                              public_key=keys.public_hex(self.key))
+
+        async def call() -> JoinResponse:
+            response = await self.http.post("/join", json=request.model_dump())
+            if response.status_code in (400, 403, 409):  # a wrong token or a taken id will not fix itself
+                raise UserError(f"run at {self.config.run_url} refused to join: {response.json().get('detail')}")
+            response.raise_for_status()
+            return JoinResponse.model_validate(response.json())
+
+        return await retry("join", call, self.config.retry_s)
+
+    async def heartbeat(self) -> HeartbeatResponse:
+        now = time.time()
+        uploaded = self.journal.uploaded_count()
+        signature = keys.sign(self.key, heartbeat_message(self.config.worker_id, now, self.version, uploaded)).hex()
+        beat = Heartbeat(worker_id=self.config.worker_id, time=now, weight_version=self.version,
+                         batches_uploaded=uploaded, signature=signature)
+        response = await self.http.post("/heartbeat", json=beat.model_dump())
+        response.raise_for_status()
+        answer = HeartbeatResponse.model_validate(response.json())
+        self.announced, self.banned = answer.current_version, answer.banned
+        return answer
+
+    async def heartbeats(self) -> None:
+        while True:
+            try:
+                await self.heartbeat()
+            except Exception as exc:  # noqa: BLE001 - a missed beat is logged, the next one may get through
+                logger.warning("heartbeat failed: %s", exc)
+            await asyncio.sleep(self.config.heartbeat_s)
+
+    async def upload(self, store: Store, batch_id: str, data: bytes) -> None:
+        key = rollout_key(self.config.worker_id, batch_id)
+        await retry(f"upload {batch_id}", lambda: asyncio.to_thread(store.write_bytes, key, data), self.config.retry_s)
+        self.journal.mark_uploaded(batch_id)
+
+    async def run(self) -> None:
+        from transformers import AutoTokenizer
+
+        from composer_prime.inference.backend import make_backend
+        from composer_prime.inference.config import InferenceConfig
+        from composer_prime.orchestrator.config import EnvConfig
+        from composer_prime.orchestrator.envs import load_environment
+
+        info = await self.join()
+        store = Store(info.store_url, info.store_endpoint_url)
+        for batch_id, data in self.journal.pending_batches():  # signed before a crash, not yet confirmed uploaded
+            await self.upload(store, batch_id, data)
+        broadcast_store = Store(f"{info.store_url.rstrip('/')}/broadcasts", info.store_endpoint_url)
+        client = BroadcastClient(
+            make_sources(info.broadcast_servers, broadcast_store if self.config.use_store_for_weights else None),
+            keys.parse_public_key(info.run_public_key), self.config.state_dir / "broadcasts")
+        report = await retry("weights", lambda: asyncio.to_thread(client.fetch, None), self.config.retry_s)
+        self.version = report.version
+        logger.info("weights v%d ready at %s", report.version, report.path)
+        backend = make_backend(InferenceConfig(
+            model=ModelConfig(path=str(report.path), dtype=self.config.dtype, device=self.config.device),
+            backend=self.config.backend, seed=self.config.seed))
+        tokenizer = AutoTokenizer.from_pretrained(report.path)
+        env = load_environment(EnvConfig(id=info.env_id))
+        examples = env.examples("train")
+        beats = asyncio.create_task(self.heartbeats())
+        rng = random.Random(f"{self.config.seed}/{self.config.worker_id}/{self.journal.uploaded_count()}")
+        done = 0
+        try:
+            while self.config.max_batches is None or done < self.config.max_batches:
+                if self.banned:
+                    raise UserError("this worker was banned by the run")
+                if self.announced > self.version:
+                    try:
+                        report = await asyncio.to_thread(client.fetch, self.announced)
+                        await backend.load_weights(str(report.path), report.version)
+                        self.version = report.version
+                    except BroadcastError as exc:
+                        logger.warning("could not get version %d yet: %s", self.announced, exc)
+                batch_id = uuid.uuid4().hex
+                samples, version = [], self.version
+                for _ in range(info.prompts_per_batch):
+                    index = rng.randrange(len(examples))
+                    example = examples[index]
+                    prompt = list(tokenizer.apply_chat_template(example.prompt, add_generation_prompt=True, tokenize=True))
+                    response = await backend.generate(GenerateRequest(
+                        prompt_token_ids=prompt, n=info.samples_per_prompt, max_tokens=info.max_tokens,
+                        temperature=info.temperature, seed=rng.randrange(2**31)))
+                    version = response.weight_version
+                    for completion in response.completions:
+                        text = tokenizer.decode(completion.token_ids, skip_special_tokens=True)
+                        score = await env.score(example, text)
+                        samples.append(RolloutSample(prompt_ids=prompt, completion_ids=completion.token_ids,
+                                                     logprobs=completion.logprobs, reward=score.reward, example_id=index))
+                batch = RolloutBatch(worker_id=self.config.worker_id, batch_id=batch_id, weight_version=version,
+                                     temperature=info.temperature, samples=samples)
+                data = signed_bytes(batch, self.key)
+                self.journal.add(batch_id, data)
+                await self.upload(store, batch_id, data)
+                done += 1
+                logger.info("uploaded batch %s (%d samples, weights v%d)", batch_id, len(samples), version)
+            await self.heartbeat()  # a last beat, so the run sees the final upload count
+        finally:
+            beats.cancel()
+            client.close()
+            await backend.close()
+            await self.http.aclose()
+
+
+def main(config: WorkerConfig) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if config.num_threads:
+        import torch
+
+        torch.set_num_threads(config.num_threads)
+    asyncio.run(Worker(config).run())
+
+
+def cli() -> None:
+    run_cli(WorkerConfig, main)
+
+
+if __name__ == "__main__":
+    cli()

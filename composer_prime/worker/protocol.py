@@ -1,0 +1,50 @@
+"""Worker <-> coordinator HTTP protocol (JSON, pydantic). Bump PROTOCOL_VERSION on incompatible changes."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+PROTOCOL_VERSION = 1
+
+
+class JoinRequest(BaseModel):
+    join_token: str
+    worker_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")
+    public_key: str = Field(description="The worker's Ed25519 public key, hex; it signs every batch and heartbeat.")
+    protocol_version: int = PROTOCOL_VERSION
+
+
+class JoinResponse(BaseModel):
+    run_id: str
+    run_public_key: str = Field(description="Verifies weight manifests.")
+    broadcast_servers: list[str] = Field(description="Origin and relays to pull weights from.")
+    store_url: str = Field(description="Object store root; batches go under rollouts/<worker_id>/.")
+    store_endpoint_url: str | None = None
+    env_id: str
+    temperature: float
+    max_tokens: int
+    samples_per_prompt: int
+    prompts_per_batch: int
+    current_version: int
+
+
+class Heartbeat(BaseModel):
+    worker_id: str
+    time: float
+    weight_version: int
+    batches_uploaded: int
+    signature: str = Field(description="Ed25519 over `heartbeat_message(...)`, hex: nobody else can keep a worker alive.")
+
+
+class HeartbeatResponse(BaseModel):
+    current_version: int
+    banned: bool
+
+
+def heartbeat_message(worker_id: str, time: float, weight_version: int, batches_uploaded: int) -> bytes:
+    return f"heartbeat/{worker_id}/{time!r}/{weight_version}/{batches_uploaded}".encode()
+
+
+def rollout_key(worker_id: str, batch_id: str) -> str:
+    """Where a batch lives in the store: the same key on every retry, so an upload is idempotent."""
+    return f"rollouts/{worker_id}/{batch_id}.msgpack"

@@ -90,10 +90,17 @@ def detect_errors(
             the `wrong_answer` message.
     """
     found: list[ErrorRecord] = list(env_errors)
+    # The error reply to a malformed call is that call's failure, not a second one.
+    malformed = {e.turn for e in env_errors if e.kind == "malformed_tool_call"}
     for i, message in enumerate(messages):
         if message.role == "assistant":
-            found += [ErrorRecord(kind="malformed_tool_call", turn=i, message=p) for p in _malformed_calls(message)]
+            problems = _malformed_calls(message)
+            found += [ErrorRecord(kind="malformed_tool_call", turn=i, message=p) for p in problems]
+            if problems:
+                malformed.add(i)
         elif message.role == "tool" and message.content and (turn := _caller(messages, i)) is not None:
+            if turn in malformed:
+                continue
             if (summary := _TEST_SUMMARY.search(message.content)) and int(summary.group(1)) > 0:
                 found.append(ErrorRecord(kind="test_failure", turn=turn, message=_clip(message.content)))
             elif _TOOL_ERROR.search(message.content):

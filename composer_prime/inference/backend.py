@@ -76,6 +76,10 @@ def make_backend(config: InferenceConfig) -> Backend:
         from composer_prime.inference.vllm_backend import VLLMBackend
 
         return VLLMBackend(config.model, config.backend, seed=config.seed)
+    if config.backend.type == "scripted":
+        from composer_prime.inference.scripted import ScriptedBackend
+
+        return ScriptedBackend(config.model, config.backend)
     from composer_prime.inference.transformers_backend import TransformersBackend
 
     return TransformersBackend(config.model, config.backend, seed=config.seed)

@@ -31,6 +31,23 @@ class VLLMBackendConfig(BaseConfig):
     enforce_eager: Annotated[bool, Field(description="Disable CUDA graphs (faster start, slower decode).")] = False
 
 
+class ScriptedBackendConfig(BaseConfig):
+    """No model: a scripted feature-deletion agent answers on the native routes (CI, pipeline tests; scripted.py)."""
+
+    type: Literal["scripted"] = "scripted"
+    tasks_path: Annotated[
+        str | None, Field(description="Tasks JSONL the scripts are for (None: the bundled feature-deletion tasks).")
+    ] = None
+    script: Annotated[
+        Literal["gold", "noop", "stumbling"], Field(description="Script for every task: gold solves it, noop submits "
+                                                                "at once, stumbling errs four times then solves it.")
+    ] = "gold"
+    task_scripts: Annotated[
+        dict[str, Literal["gold", "noop", "stumbling"]], Field(description="Script per task id, over `script`.")
+    ] = {}
+    logprob: Annotated[float, Field(le=0, description="Log-prob reported for every token.")] = 0.0
+
+
 class InferenceConfig(BaseConfig):
     """An HTTP server that samples from the current policy and reloads published weight versions."""
 
@@ -38,7 +55,7 @@ class InferenceConfig(BaseConfig):
     host: Annotated[str, Field(description="Address to bind.")] = "127.0.0.1"
     port: Annotated[int, Field(ge=1, le=65535, description="TCP port to bind.")] = 8000
     backend: Annotated[
-        TransformersBackendConfig | VLLMBackendConfig,
+        TransformersBackendConfig | VLLMBackendConfig | ScriptedBackendConfig,
         Field(discriminator="type", description="Sampling engine."),
     ] = TransformersBackendConfig()
     seed: Annotated[int, Field(description="Seed for sampling when a request gives none.")] = 0

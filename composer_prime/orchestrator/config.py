@@ -92,6 +92,10 @@ class OrchestratorConfig(BaseConfig):
         int, Field(ge=0, description="How many steps the orchestrator may run ahead of the newest weights.")
     ] = 1
     max_concurrent: Annotated[int, Field(ge=1, description="Rollout groups in flight at once.")] = 16
+    max_turns: Annotated[
+        int, Field(ge=1, description="Tool environments: most assistant turns per rollout (the whole "
+                                     "conversation must also fit seq_len).")
+    ] = 30
     seq_len: Annotated[int, Field(ge=8, description="Tokens per packed micro-batch row.")] = 2048
     micro_batch_rows: Annotated[int, Field(ge=1, description="Rows per micro-batch.")] = 1
     train_world_size: Annotated[int, Field(ge=1, description="Data-parallel trainer ranks to split each step over.")] = 1

@@ -13,6 +13,10 @@ string `answer` field on the task data, when the taskset has one.
 Feedback: a Task may define `async def feedback(self, trace) -> str | None`, the explanation a
 failing check would print (e.g. expected vs got). It becomes the message of the rollout's
 `wrong_answer` error site, which the hint writer turns into a hint (composer_prime/hints/).
+
+Tools: a Task that defines `open_session() -> ToolSession` (below) makes the environment multi-turn:
+the orchestrator opens one session per rollout, drives the conversation itself (multiturn.py) and
+takes the reward from the session's grading instead of `score`. feature-deletion is one.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import logging
 import re
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 import verifiers.v1 as vf
 from pydantic import TypeAdapter, ValidationError
@@ -58,6 +62,32 @@ class Score:
     feedback: str | None = None  # the task's explanation of the score, when it gives one
 
 
+class SessionOutcome(Protocol):
+    reward: float
+    metrics: dict[str, float]
+    errors: list[dict[str, Any]]
+    """{"kind", "turn", "message", ...}: `turn` indexes the conversation's messages (an assistant message)."""
+
+
+class ToolSession(Protocol):
+    """One rollout's tools and state (a sandboxed workspace, say). Its methods block: they run in a thread."""
+
+    tools: list[dict[str, Any]]
+    """OpenAI-style tool schemas offered to the model."""
+
+    @property
+    def done(self) -> bool:
+        """The agent ended the episode (e.g. called `submit`)."""
+
+    def call(self, name: str, arguments: str, turn: int) -> str:
+        """Run one call of assistant message `turn`; failures come back as text and are recorded in `errors`."""
+
+    def finish(self, last_turn: int, turns: int) -> SessionOutcome:
+        """Grade the episode (`turns` assistant messages, the last one at index `last_turn`)."""
+
+    def close(self) -> None: ...
+
+
 def _prompt(data: vf.TaskData) -> list[dict[str, str]]:
     messages = [{"role": "system", "content": data.system_prompt}] if data.system_prompt else []
     if isinstance(data.prompt, str):
@@ -86,6 +116,16 @@ class Environment:
 
     def examples(self, split: Split) -> list[Example]:
         return self._examples[split]
+
+    @property
+    def multi_turn(self) -> bool:
+        """Its tasks open tool sessions: rollouts go through multiturn.py, rewards through the sessions."""
+        examples = self._examples["train"] or self._examples["eval"]
+        return bool(examples) and all(callable(getattr(e.task, "open_session", None)) for e in examples)
+
+    @staticmethod
+    def open_session(example: Example) -> ToolSession:
+        return example.task.open_session()
 
     async def score(self, example: Example, completion: str) -> Score:
         """Run the task's rewards and metrics on the conversation prompt + `completion`."""

@@ -6,11 +6,17 @@ of them, taken round-robin over groups so one prompt cannot fill the quota, get 
 (hints/writer.py) and a teacher context (hints/context.py), and become `HintSite`s: token ids
 for the trainer's teacher forward, or, with `hints.teacher = "inference"`, the inference
 server's top-k of the hinted context already attached.
+
+Multi-turn rollouts (multiturn.py): the site is the erring assistant turn i. The student context is
+every token before turn i exactly as the policy saw it, the completion is turn i's sampled tokens,
+and the teacher context is `teacher_messages` (messages before turn i, then the hint) rendered by
+the chat template like the rollout's own prompt (tools described the same way).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +30,8 @@ from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.protocol import ScoreRequest
 from composer_prime.messages import ChatMessage
+from composer_prime.orchestrator.conversation import TokenConversation, encode, render
+from composer_prime.orchestrator.multiturn import ToolGroup
 from composer_prime.orchestrator.rollout import Group, prompt_token_ids
 from composer_prime.traces import RolloutTrace
 
@@ -36,9 +44,13 @@ class Rollout:
     prompt_ids: list[int]
     completion_ids: list[int]
     completion_logprobs: list[float]
+    conversation: TokenConversation | None = None
+    """Multi-turn rollouts: the token sequence with each assistant turn's span."""
 
 
-def rollouts_of(step: int, slot: int, group: Group, env_id: str, hints: HintsConfig) -> list[Rollout]:
+def rollouts_of(step: int, slot: int, group: Group | ToolGroup, env_id: str, hints: HintsConfig) -> list[Rollout]:
+    if isinstance(group, ToolGroup):
+        return _tool_rollouts_of(step, slot, group, env_id, hints)
     out = []
     prompt = [ChatMessage(role=m["role"], content=m["content"]) for m in group.example.prompt]
     for i, (completion, score, text) in enumerate(zip(group.completions, group.scores, group.texts, strict=True)):
@@ -52,6 +64,21 @@ def rollouts_of(step: int, slot: int, group: Group, env_id: str, hints: HintsCon
             errors=errors, truncated=truncated,
         )
         out.append(Rollout(trace, group.prompt_ids, completion.token_ids, completion.logprobs))
+    return out
+
+
+def _tool_rollouts_of(step: int, slot: int, group: ToolGroup, env_id: str, hints: HintsConfig) -> list[Rollout]:
+    out = []
+    for i, r in enumerate(group.rollouts):
+        errors = detect_errors(r.messages, env_errors=r.errors, truncated=r.truncated, reward=r.reward,
+                               wrong_answer_below=hints.wrong_answer_below)
+        trace = RolloutTrace(
+            id=f"step{step}/{slot}/{i}", env_id=env_id, example_id=group.example.id, step=step,
+            weight_version=r.weight_version, messages=r.messages, tools=json.dumps(r.tools), reward=r.reward,
+            metrics=r.metrics, errors=errors, truncated=r.truncated,
+        )
+        c = r.conversation
+        out.append(Rollout(trace, r.prompt_ids, c.completion_ids, list(c.logprobs), conversation=c))
     return out
 
 
@@ -78,19 +105,38 @@ async def build_hint_sites(
         error = rollout.trace.errors[0]
         hint = await writer.write(rollout.trace.messages, error)
         context = teacher_messages(rollout.trace.messages, error, hint)
-        teacher_ids = prompt_token_ids(tokenizer, [{"role": m.role, "content": m.content or ""} for m in context])
+        if rollout.conversation is not None:
+            student_ids, completion_ids, completion_logprobs, teacher_ids = _turn_site(rollout.conversation,
+                                                                                       error.turn, context[-1])
+        else:
+            student_ids, completion_ids = rollout.prompt_ids, rollout.completion_ids
+            completion_logprobs = rollout.completion_logprobs
+            teacher_ids = prompt_token_ids(tokenizer, [{"role": m.role, "content": m.content or ""} for m in context])
         topk_ids = topk_logprobs = None
         if hints.teacher == "inference":
             scored = await client.score(ScoreRequest(
-                prompt_token_ids=teacher_ids, completion_token_ids=rollout.completion_ids,
+                prompt_token_ids=teacher_ids, completion_token_ids=completion_ids,
                 temperature=temperature, top_k=hints.top_k,
             ))
             topk_ids = Array.from_numpy(np.array(scored.top_ids, dtype=np.int32))
             topk_logprobs = Array.from_numpy(np.array(scored.top_logprobs, dtype=np.float32))
         return HintSite(
-            kind=error.kind, student_prompt_ids=rollout.prompt_ids, teacher_prompt_ids=teacher_ids,
-            completion_ids=rollout.completion_ids, completion_logprobs=rollout.completion_logprobs,
+            kind=error.kind, student_prompt_ids=student_ids, teacher_prompt_ids=teacher_ids,
+            completion_ids=completion_ids, completion_logprobs=completion_logprobs,
             teacher_topk_ids=topk_ids, teacher_topk_logprobs=topk_logprobs,
         )
 
     return list(await asyncio.gather(*(site(r) for r in rollouts)))
+
+
+def _turn_site(conversation: TokenConversation, turn: int, hint: ChatMessage
+               ) -> tuple[list[int], list[int], list[float], list[int]]:
+    """(student context, turn tokens, their sampler log-probs, teacher context) for assistant message `turn`."""
+    start, end = conversation.spans[turn]
+    offset = start - conversation.prompt_len
+    # The template messages hold the turns as sampled, so the teacher sees the same earlier turns as the student.
+    before = conversation.messages[: turn + conversation.offset]
+    teacher = before + [{"role": hint.role, "content": hint.content}]
+    teacher_ids = encode(conversation.tokenizer, render(conversation.tokenizer, teacher, conversation.tools))
+    return (conversation.ids[:start], conversation.ids[start:end],
+            conversation.logprobs[offset : offset + end - start], teacher_ids)

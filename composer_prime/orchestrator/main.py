@@ -11,6 +11,9 @@ Off-policy contract (N = batch / trainer step, versions as in composer_prime/wei
 Resume: the next step is 1 + the highest step complete on disk (steps.py) and prompts depend only
 on (seed, step), so a killed and restarted orchestrator neither repeats nor skips a step.
 
+Tool environments (a task that opens tool sessions, envs.py): each rollout is a multi-turn
+conversation the orchestrator drives token by token (multiturn.py); only its sampled turns train.
+
 Eval (eval.num_examples > 0): held-out reward and pass@k at the start (served version), every
 eval.interval steps, and at the end on version max_steps; then one line `held-out reward a -> b (+d)`.
 """
@@ -37,9 +40,10 @@ from composer_prime.model.load import load_tokenizer
 from composer_prime.orchestrator.advantage import compute_advantages
 from composer_prime.orchestrator.config import OrchestratorConfig
 from composer_prime.hints.writer import make_hint_writer
-from composer_prime.orchestrator.envs import Environment, load_environment
+from composer_prime.orchestrator.envs import Environment, Example, load_environment
 from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites, rollouts_of
-from composer_prime.orchestrator.packing import Sample, pack_step
+from composer_prime.orchestrator.multiturn import ToolGroup, tool_rollout_group
+from composer_prime.orchestrator.packing import pack_step
 from composer_prime.orchestrator.rollout import Group, prompt_index, request_seed, rollout_group
 from composer_prime.orchestrator.steps import completed_steps, next_step, saved_metrics, write_step
 from composer_prime.orchestrator.weight_sync import WeightSync
@@ -69,19 +73,36 @@ class Orchestrator:
         self.num_slots = config.batch_size // config.group_size
         self.slots = asyncio.Semaphore(config.max_concurrent)
         self.hint_writer = make_hint_writer(config.hints.writer)
+        self.multi_turn = env.multi_turn
+        if self.multi_turn and config.eval.num_examples:
+            raise UserError(f"environment {env.id} is multi-turn (tools): held-out eval runs single-turn "
+                            "rollouts only; set orchestrator.eval.num_examples = 0")
+        if self.multi_turn and config.advantage.overlong is not None:
+            raise UserError("advantage.overlong penalises one completion at max_tokens; "
+                            f"environment {env.id} is multi-turn: remove [orchestrator.advantage.overlong]")
 
-    async def collect_group(self, step: int, slot: int, stats: StepStats) -> tuple[Group, list[float]]:
+    async def rollout(self, example: Example, seed: int) -> Group | ToolGroup:
+        cfg = self.config
+        if self.multi_turn:
+            return await tool_rollout_group(
+                self.client, self.env, self.tokenizer, example, n=cfg.group_size, max_turns=cfg.max_turns,
+                seq_len=cfg.seq_len, max_tokens=cfg.sampling.max_tokens, temperature=cfg.sampling.temperature,
+                top_p=cfg.sampling.top_p, seed=seed,
+            )
+        return await rollout_group(
+            self.client, self.env, self.tokenizer, example, n=cfg.group_size,
+            max_tokens=cfg.sampling.max_tokens, temperature=cfg.sampling.temperature,
+            top_p=cfg.sampling.top_p, seed=seed,
+        )
+
+    async def collect_group(self, step: int, slot: int, stats: StepStats) -> tuple[Group | ToolGroup, list[float]]:
         cfg = self.config
         oldest_allowed = step - 1 - cfg.max_off_policy_steps
         attempt = 0
         while True:
             example = self.train[prompt_index(cfg.seed, step, slot, attempt, self.num_slots, len(self.train))]
             async with self.slots:
-                group = await rollout_group(
-                    self.client, self.env, self.tokenizer, example, n=cfg.group_size,
-                    max_tokens=cfg.sampling.max_tokens, temperature=cfg.sampling.temperature,
-                    top_p=cfg.sampling.top_p, seed=request_seed(cfg.seed, step, slot, attempt),
-                )
+                group = await self.rollout(example, request_seed(cfg.seed, step, slot, attempt))
             if group.weight_version < oldest_allowed:
                 stats.dropped_off_policy += 1
                 await self.weights.wait_served(oldest_allowed)
@@ -96,7 +117,7 @@ class Orchestrator:
                 advantages = [0.0] * cfg.group_size  # out of redraws: a zero-advantage group, the step completes
             return group, advantages
 
-    async def collect_step(self, step: int) -> tuple[list[tuple[Group, list[float]]], StepStats]:
+    async def collect_step(self, step: int) -> tuple[list[tuple[Group | ToolGroup, list[float]]], StepStats]:
         stats = StepStats()
         stats.wait_weights_s = await self.weights.wait_published(step - 1 - self.config.async_level)
         start = time.monotonic()
@@ -104,12 +125,12 @@ class Orchestrator:
         stats.elapsed_s = time.monotonic() - start
         return list(results), stats
 
-    def step_metrics(self, step: int, results: list[tuple[Group, list[float]]], stats: StepStats,
+    def step_metrics(self, step: int, results: list[tuple[Group | ToolGroup, list[float]]], stats: StepStats,
                      num_loss_tokens: int) -> dict[str, float]:
         groups = [g for g, _ in results]
         rewards = np.array([r for g in groups for r in g.rewards], dtype=np.float64)
         lens = np.array([n for g in groups for n in g.completion_lens], dtype=np.float64)
-        truncated = [c.finish_reason == "length" for g in groups for c in g.completions]
+        truncated = [t for g in groups for t in g.truncated]
         lags = np.array([step - 1 - g.weight_version for g in groups], dtype=np.float64)
         record = {
             "reward/mean": rewards.mean(),
@@ -126,20 +147,15 @@ class Orchestrator:
             "time/step_s": stats.elapsed_s,
             "num_loss_tokens": num_loss_tokens,
         }
-        names = sorted({name for g in groups for s in g.scores for name in s.metrics})
+        names = sorted({name for g in groups for m in g.metrics for name in m})
         for name in names:
-            record[f"env/{name}"] = float(np.mean([s.metrics[name] for g in groups for s in g.scores
-                                                   if name in s.metrics]))
+            record[f"env/{name}"] = float(np.mean([m[name] for g in groups for m in g.metrics if name in m]))
         return record
 
-    async def publish(self, step: int, results: list[tuple[Group, list[float]]], stats: StepStats
+    async def publish(self, step: int, results: list[tuple[Group | ToolGroup, list[float]]], stats: StepStats
                       ) -> dict[str, float]:
         cfg = self.config
-        samples = [
-            Sample(g.prompt_ids, c.token_ids, c.logprobs, advantage, g.weight_version)
-            for g, advantages in results
-            for c, advantage in zip(g.completions, advantages, strict=True)
-        ]
+        samples = [sample for g, advantages in results for sample in g.samples(advantages)]
         batches = pack_step(samples, step=step, seq_len=cfg.seq_len, micro_batch_rows=cfg.micro_batch_rows,
                             world_size=cfg.train_world_size, pad_token_id=self.tokenizer.pad_token_id,
                             temperature=cfg.sampling.temperature)

@@ -7,7 +7,12 @@ up with padding-only rows: a rank with fewer forward passes would hang the other
 
 A sample longer than `seq_len` keeps its prompt and loses the tail of its completion (with a
 warning): the kept tokens' sampler log-probs are still exact because sampling is causal. A
-sample whose prompt alone fills a row has nothing left to train on and is dropped (warning).
+sample whose prompt alone fills a row, or whose kept completion holds no trained token, has
+nothing left to train on and is dropped (warning).
+
+A multi-turn sample's completion interleaves sampled turns with context the model did not sample
+(tool results, user turns): its `completion_mask` is False there, so those tokens get no loss,
+log-prob or advantage, exactly like prompt tokens. Without a mask every completion token trains.
 """
 
 from __future__ import annotations
@@ -33,9 +38,15 @@ class Sample:
     completion_logprobs: list[float]
     advantage: float
     policy_version: int
+    completion_mask: list[bool] | None = None
+    """Which completion tokens the model sampled (trained on); None: all of them."""
 
     def __len__(self) -> int:
         return len(self.prompt_ids) + len(self.completion_ids)
+
+    @property
+    def trained(self) -> list[bool]:
+        return [True] * len(self.completion_ids) if self.completion_mask is None else self.completion_mask
 
 
 def fit_to_seq_len(sample: Sample, seq_len: int) -> Sample | None:
@@ -46,9 +57,13 @@ def fit_to_seq_len(sample: Sample, seq_len: int) -> Sample | None:
     if keep <= 0:
         logger.warning("dropping a sample: its prompt (%d tokens) fills seq_len %d", len(sample.prompt_ids), seq_len)
         return None
+    mask = None if sample.completion_mask is None else sample.completion_mask[:keep]
+    if mask is not None and not any(mask):
+        logger.warning("dropping a sample: no sampled token within seq_len %d", seq_len)
+        return None
     logger.warning("truncating a sample of %d tokens to seq_len %d", len(sample), seq_len)
     return replace(sample, completion_ids=sample.completion_ids[:keep],
-                   completion_logprobs=sample.completion_logprobs[:keep])
+                   completion_logprobs=sample.completion_logprobs[:keep], completion_mask=mask)
 
 
 def first_fit_decreasing(lengths: list[int], capacity: int) -> list[list[int]]:
@@ -70,12 +85,12 @@ def first_fit_decreasing(lengths: list[int], capacity: int) -> list[list[int]]:
 def _row(samples: list[Sample], seq_len: int, pad_token_id: int) -> dict[str, np.ndarray]:
     ids, pos, mask, adv, lps = [], [], [], [], []
     for s in samples:
-        n_p, n_c = len(s.prompt_ids), len(s.completion_ids)
+        n_p, n_c, trained = len(s.prompt_ids), len(s.completion_ids), s.trained
         ids += s.prompt_ids + s.completion_ids
         pos += range(n_p + n_c)
-        mask += [False] * n_p + [True] * n_c
-        adv += [0.0] * n_p + [s.advantage] * n_c
-        lps += [0.0] * n_p + list(s.completion_logprobs)
+        mask += [False] * n_p + trained
+        adv += [0.0] * n_p + [s.advantage if t else 0.0 for t in trained]
+        lps += [0.0] * n_p + [lp if t else 0.0 for lp, t in zip(s.completion_logprobs, trained, strict=True)]
     pad = seq_len - len(ids)
     return {
         "input_ids": np.array(ids + [pad_token_id] * pad, dtype=np.int32),
@@ -104,6 +119,8 @@ def pack_step(
     for s in samples:
         if len(s.completion_ids) != len(s.completion_logprobs):
             raise ValueError(f"{len(s.completion_ids)} completion tokens but {len(s.completion_logprobs)} logprobs")
+        if s.completion_mask is not None and len(s.completion_mask) != len(s.completion_ids):
+            raise ValueError(f"{len(s.completion_ids)} completion tokens but a mask of {len(s.completion_mask)}")
     fitted = [f for f in (fit_to_seq_len(s, seq_len) for s in samples) if f is not None]
     if not fitted:
         raise UserError(f"seq_len {seq_len} is too short for every prompt of step {step}: raise seq_len")
@@ -118,7 +135,7 @@ def pack_step(
     most_rows = max(len(r) for r in per_rank)
     rows_per_rank = math.ceil(most_rows / micro_batch_rows) * micro_batch_rows
     padding = _row([], seq_len, pad_token_id)
-    num_loss_tokens = sum(len(s.completion_ids) for s in fitted)
+    num_loss_tokens = sum(sum(s.trained) for s in fitted)
     versions = [s.policy_version for s in fitted]
     batches = []
     for rank, rank_rows in enumerate(per_rank):

@@ -17,6 +17,7 @@ from transformers import PreTrainedTokenizerBase
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.protocol import Completion, GenerateRequest
 from composer_prime.orchestrator.envs import Environment, Example, Score
+from composer_prime.orchestrator.packing import Sample
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,18 @@ class Group:
     @property
     def completion_lens(self) -> list[int]:
         return [len(c.token_ids) for c in self.completions]
+
+    @property
+    def truncated(self) -> list[bool]:
+        return [c.finish_reason == "length" for c in self.completions]
+
+    @property
+    def metrics(self) -> list[dict[str, float]]:
+        return [s.metrics for s in self.scores]
+
+    def samples(self, advantages: list[float]) -> list[Sample]:
+        return [Sample(self.prompt_ids, c.token_ids, c.logprobs, advantage, self.weight_version)
+                for c, advantage in zip(self.completions, advantages, strict=True)]
 
 
 def prompt_token_ids(tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, str]]) -> list[int]:

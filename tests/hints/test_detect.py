@@ -65,3 +65,16 @@ def test_environment_records_win_over_detected_ones():
     ]
     own = ErrorRecord(kind="tool_error", turn=0, message="run: sandbox refused the command")
     assert detect_errors(messages, env_errors=[own]) == [own]
+
+
+def test_the_error_reply_to_a_malformed_call_is_not_counted_again():
+    messages = [
+        ChatMessage(role="user", content="go"),
+        ChatMessage(role="assistant", content='<tool_call>{"name": "ls", "arguments": {</tool_call>'),
+        ChatMessage(role="tool", content="error: the tool call is not valid JSON"),
+        ChatMessage(role="assistant", tool_calls=[_call("nope", "{}")]),
+        ChatMessage(role="tool", content="error: unknown tool 'nope'"),
+    ]
+    env = [ErrorRecord(kind="malformed_tool_call", turn=3, message="unknown tool 'nope'")]
+    assert [(e.kind, e.turn) for e in detect_errors(messages, env_errors=env)] == [
+        ("malformed_tool_call", 1), ("malformed_tool_call", 3)]

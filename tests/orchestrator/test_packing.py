@@ -152,3 +152,36 @@ def test_packed_batches_survive_the_wire_format(tmp_path):
         for a, b in zip(batch.micro_batches, back.micro_batches, strict=True):
             np.testing.assert_array_equal(a.input_ids.numpy(), b.input_ids.numpy())
             np.testing.assert_array_equal(a.advantages.numpy(), b.advantages.numpy())
+
+
+def test_a_completion_mask_trains_only_sampled_tokens():
+    # prompt 3 tokens; completion: 2 sampled, 3 context (tool reply), 2 sampled
+    mask = [True, True, False, False, False, True, True]
+    sample = Sample(prompt_ids=[1, 2, 3], completion_ids=[4, 5, 6, 7, 8, 9, 10],
+                    completion_logprobs=[-0.5, -0.25, 0.0, 0.0, 0.0, -1.0, -2.0], advantage=1.5, policy_version=0,
+                    completion_mask=mask)
+    plain = Sample([20, 21], [22, 23], [-0.1, -0.2], -1.0, 0)
+    (batch,) = pack_step([sample, plain], step=1, seq_len=16, micro_batch_rows=1, world_size=1, pad_token_id=PAD,
+                         temperature=1.0)
+    assert batch.num_loss_tokens == 4 + 2
+    micro = batch.micro_batches[0]
+    ids, loss = micro.input_ids.numpy()[0], micro.loss_mask.numpy()[0]
+    at = int(np.flatnonzero(ids == 1)[0])
+    assert loss[at : at + 10].tolist() == [False] * 3 + mask
+    assert micro.advantages.numpy()[0, at : at + 10].tolist() == [0.0] * 3 + [1.5 if m else 0.0 for m in mask]
+    assert micro.inference_logprobs.numpy()[0, at + 3 : at + 10].tolist() == [-0.5, -0.25, 0, 0, 0, -1.0, -2.0]
+
+
+def test_truncation_cuts_the_mask_and_drops_a_sample_left_with_nothing_to_train():
+    sample = Sample([1, 2], [3, 4, 5, 6], [-1.0, 0.0, 0.0, -1.0], 1.0, 0, completion_mask=[True, False, False, True])
+    (batch,) = pack_step([sample], step=1, seq_len=4, micro_batch_rows=1, world_size=1, pad_token_id=PAD,
+                         temperature=1.0)
+    assert batch.num_loss_tokens == 1
+    assert batch.micro_batches[0].loss_mask.numpy()[0].tolist() == [False, False, True, False]
+    context_only = Sample([1, 2], [3, 4, 5], [-1.0, 0.0, 0.0], 1.0, 0, completion_mask=[False, False, True])
+    with pytest.raises(UserError):
+        pack_step([context_only], step=1, seq_len=4, micro_batch_rows=1, world_size=1, pad_token_id=PAD,
+                  temperature=1.0)
+    with pytest.raises(ValueError, match="mask"):
+        pack_step([Sample([1], [2, 3], [0.0, 0.0], 1.0, 0, completion_mask=[True])], step=1, seq_len=8,
+                  micro_batch_rows=1, world_size=1, pad_token_id=PAD, temperature=1.0)

@@ -7,7 +7,8 @@ Tool calls use the OpenAI format (`tools=[...]`, `message.tool_calls[*].function
 replies as `{"role": "tool", "tool_call_id", "content"}`). The rollout ends at `submit`, at
 `max_turns` assistant messages, or when the endpoint fails; then the workspace is graded.
 `result.errors` is a list of {"kind", "turn", "message", "tool"} where `turn` is the index of the
-erring assistant message in `result.messages`.
+erring assistant message in `result.messages`. `ToolSession` is the same workspace, tools and grading
+for a loop that drives the conversation itself (the RL orchestrator renders and samples tokens).
 """
 
 from __future__ import annotations
@@ -50,19 +51,86 @@ def initial_messages(row: TaskRow) -> list[dict[str, Any]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": f"Task id: {row.id}\n\n{row.prompt}"}]
 
 
+@dataclass
+class SessionOutcome:
+    """A graded session: the reward, its metrics and every structured error of the rollout."""
+
+    reward: float
+    metrics: dict[str, float]
+    errors: list[dict[str, Any]]
+    grade: dict[str, Any]
+
+
+class ToolSession:
+    """One rollout's workspace and tools, driven turn by turn by a loop outside this package.
+
+    `run_rollout` drives one over an OpenAI-compatible endpoint; an RL orchestrator that renders
+    and samples tokens itself drives one directly: `call` each tool call of assistant message
+    `turn`, stop when `done` (submitted), then `finish` grades a fresh copy of the agent's changes.
+
+        with ToolSession(row, tasks_dir) as session:
+            text = session.call("read_file", '{"path": "setup.py"}', turn=2)
+            outcome = session.finish(last_turn=2, turns=1)
+    """
+
+    tools: list[dict[str, Any]] = TOOL_SCHEMAS
+
+    def __init__(self, row: TaskRow, tasks_dir: str | Path, runner: Path | None = None, limits: Limits | None = None,
+                 isolation: str = "namespace"):
+        self.row, self.tasks_dir, self.isolation = row, Path(tasks_dir), isolation
+        self.runner = runner or ensure_runner()
+        self.limits = limits or Limits()
+        self.workspace = Workspace(row, self.tasks_dir, self.runner, self.limits, isolation)
+
+    @property
+    def done(self) -> bool:
+        return self.workspace.submitted
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return self.workspace.errors
+
+    def record(self, kind: str, turn: int, message: str, tool: str | None = None) -> None:
+        self.workspace.record(kind, turn, message, tool)
+
+    def call(self, name: str, arguments: str | dict | None, turn: int) -> str:
+        """Run one tool call of assistant message `turn`; a failure comes back as `error: ...` text and is recorded."""
+        return self.workspace.call(name, arguments, turn)
+
+    def finish(self, last_turn: int, turns: int) -> SessionOutcome:
+        """Grade the workspace; a suspicious patch is recorded on `last_turn` (the last assistant message)."""
+        ws = self.workspace
+        result: Grade = grade(self.row, self.tasks_dir, ws.root, self.runner, self.limits, self.isolation)
+        for s in result.suspicious:
+            ws.record("suspicious_patch", last_turn, s)
+        metrics = result.metrics() | {
+            "turns": float(turns), "tool_calls": float(ws.tool_calls), "tool_errors": float(len(ws.errors)),
+            "submitted": float(ws.submitted), "ignored_changes": float(len(result.ignored)),
+        }
+        return SessionOutcome(reward=result.reward, metrics=metrics, errors=list(ws.errors), grade=result.to_dict())
+
+    def close(self) -> None:
+        self.workspace.close()
+
+    def __enter__(self) -> ToolSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def run_rollout(row: TaskRow, tasks_dir: str | Path, base_url: str, model: str = "policy", api_key: str = "none",
                 max_turns: int = 30, runner: Path | None = None, limits: Limits | None = None,
                 isolation: str = "namespace", sampling: dict[str, Any] | None = None,
                 client: httpx.Client | None = None, request_timeout: float = 600.0) -> RolloutResult:
-    runner = runner or ensure_runner()
-    limits = limits or Limits()
     messages = initial_messages(row)
     own_client = client is None
     client = client or httpx.Client(timeout=request_timeout)
     t0 = time.perf_counter()
     stop = "max_turns"
     turns = 0
-    with Workspace(row, Path(tasks_dir), runner, limits, isolation) as ws:
+    with ToolSession(row, tasks_dir, runner, limits, isolation) as session:
+        ws = session.workspace
         try:
             while turns < max_turns:
                 try:
@@ -94,25 +162,19 @@ def run_rollout(row: TaskRow, tasks_dir: str | Path, base_url: str, model: str =
                         ws.record("malformed_tool_call", turn, f"tool call without a function name: {str(call)[:200]}")
                         content = "error: tool call without a function name"
                     else:
-                        content = ws.call(fn["name"], fn.get("arguments"), turn)
+                        content = session.call(fn["name"], fn.get("arguments"), turn)
                     messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
-                if ws.submitted:
+                if session.done:
                     stop = "submitted"
                     break
         finally:
             if own_client:
                 client.close()
         t_agent = time.perf_counter() - t0
-        result: Grade = grade(row, Path(tasks_dir), ws.root, runner, limits, isolation)
-        for s in result.suspicious:
-            ws.record("suspicious_patch", len(messages) - 1, s)
-        metrics = result.metrics() | {
-            "turns": float(turns), "tool_calls": float(ws.tool_calls), "tool_errors": float(len(ws.errors)),
-            "submitted": float(ws.submitted), "ignored_changes": float(len(result.ignored)),
-        }
+        outcome = session.finish(len(messages) - 1, turns)
         return RolloutResult(
-            task_id=row.id, messages=messages, reward=result.reward, metrics=metrics, errors=list(ws.errors),
-            grade=result.to_dict(), stop_reason=stop,
+            task_id=row.id, messages=messages, reward=outcome.reward, metrics=outcome.metrics, errors=outcome.errors,
+            grade=outcome.grade, stop_reason=stop,
             timings={"agent_s": t_agent, "tool_s": ws.tool_seconds, "test_s": ws.test_seconds,
                      "total_s": time.perf_counter() - t0},
         )

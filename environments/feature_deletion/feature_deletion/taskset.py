@@ -1,6 +1,7 @@
 """The verifiers v1 taskset: one task per row of a tasks JSONL built by `fd-build`.
 
-Rollouts run through `feature_deletion.rollout.run_rollout` (tools + sandbox + grading); the
+Rollouts run through `feature_deletion.rollout.run_rollout` (tools + sandbox + grading), or turn by
+turn through the session a Task opens (`task.open_session()`, what an RL orchestrator drives); the
 Task's `validate` hook gives `vf-validate` a model-free check (gold scores 1, untouched 0).
 """
 
@@ -15,7 +16,7 @@ import verifiers.v1 as vf
 from pydantic import Field
 
 from feature_deletion.grading import grade
-from feature_deletion.rollout import SYSTEM_PROMPT
+from feature_deletion.rollout import SYSTEM_PROMPT, ToolSession
 from feature_deletion.sandbox import IsolationUnavailable, ensure_runner, probe_isolation
 from feature_deletion.task import TaskRow, load_rows
 
@@ -34,6 +35,8 @@ class FeatureDeletionData(vf.TaskData):
     """The task row (see feature_deletion.task.TaskRow)."""
     tasks_dir: str
     """Directory of the tasks file (archives are relative to it)."""
+    isolation: Literal["namespace", "none"] = "namespace"
+    """How the task's sessions run agent code (the taskset's `isolation`)."""
 
 
 class FeatureDeletionTask(vf.Task[FeatureDeletionData]):
@@ -44,6 +47,10 @@ class FeatureDeletionTask(vf.Task[FeatureDeletionData]):
     @property
     def key(self) -> str:
         return self.row.id
+
+    def open_session(self) -> ToolSession:
+        """A fresh workspace with the tools over it, for one rollout; close it when done."""
+        return ToolSession(self.row, Path(self.data.tasks_dir), isolation=self.data.isolation)
 
     async def validate(self, runtime=None) -> bool | None:
         """Gold patch scores 1.0 and the untouched task 0.0 (in the local sandbox)."""
@@ -88,7 +95,7 @@ class FeatureDeletionTaskset(vf.Taskset[FeatureDeletionTask, FeatureDeletionConf
             FeatureDeletionTask(
                 FeatureDeletionData(id=r.id, name=r.id, prompt=f"Task id: {r.id}\n\n{r.prompt}",
                                     system_prompt=SYSTEM_PROMPT, row=r.model_dump(mode="json"),
-                                    tasks_dir=str(path.parent.resolve())),
+                                    tasks_dir=str(path.parent.resolve()), isolation=config.isolation),
                 config.task,
             )
             for r in rows

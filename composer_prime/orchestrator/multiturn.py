@@ -1,0 +1,249 @@
+"""Multi-turn tool rollouts: the orchestrator drives the conversation itself, token in / token out.
+
+For each rollout of a group: open the task's tool session (envs.ToolSession), render the prompt with
+the policy's chat template (tools described, conversation.py), then per turn: POST /generate on the
+exact token sequence so far, parse the turn's `<tool_call>` blocks (tool_calls.py), run each
+well-formed call in the session, answer a malformed one with an `error: ...` tool message and a
+`malformed_tool_call` record, append the tool messages as context tokens, and go on.
+
+A rollout ends when the session is done (submit), at a turn without tool calls, after `max_turns`
+turns, when the next turn would not fit `seq_len` (the packed row the sample must fit), or when the
+template cannot extend the sequence exactly (`TemplateMismatch`: logged, the sample keeps what was
+sampled). Then the session grades it: reward, metrics, structured errors. The training sample is the
+prompt, then everything after it with only the sampled turns trained (packing.Sample's mask).
+
+The session's calls block (file tools, sandboxed test runs), so they run in worker threads; the
+rollouts of a group run concurrently. Weights may change between turns: every token keeps the
+log-prob of the version that sampled it, and the rollout counts as old as its oldest turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+import httpx
+from transformers import PreTrainedTokenizerBase
+
+from composer_prime.inference.client import InferenceClient
+from composer_prime.inference.protocol import GenerateRequest
+from composer_prime.messages import ChatMessage
+from composer_prime.orchestrator.conversation import TemplateMismatch, TokenConversation
+from composer_prime.orchestrator.envs import Environment, Example
+from composer_prime.orchestrator.packing import Sample
+from composer_prime.orchestrator.rollout import request_seed
+from composer_prime.orchestrator.tool_calls import parse_turn, tool_names
+from composer_prime.traces import ErrorRecord
+
+logger = logging.getLogger(__name__)
+STOP_REASONS = ("done", "no_tool_call", "max_turns", "context", "template_mismatch", "rejected")
+
+
+@dataclass
+class ToolRollout:
+    """One finished multi-turn rollout: the conversation, its tokens and its grade."""
+
+    messages: list[ChatMessage]
+    tools: list[dict]
+    conversation: TokenConversation
+    reward: float
+    metrics: dict[str, float]
+    errors: list[ErrorRecord]
+    """The environment's records and the unparseable calls, by turn (hints/detect.py adds the rest)."""
+    weight_version: int
+    """The oldest policy version that sampled a turn of it."""
+    stop_reason: str
+    """One of STOP_REASONS."""
+    truncated: bool
+    """The last turn hit max_tokens."""
+    turns: int
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        return self.conversation.ids[: self.conversation.prompt_len]
+
+    @property
+    def sampled_tokens(self) -> int:
+        return sum(self.conversation.sampled)
+
+    def sample(self, advantage: float) -> Sample:
+        c = self.conversation
+        return Sample(self.prompt_ids, c.completion_ids, list(c.logprobs), advantage, self.weight_version,
+                      completion_mask=list(c.sampled))
+
+
+@dataclass(frozen=True)
+class ToolGroup:
+    """The rollouts of one example: the multi-turn counterpart of rollout.Group."""
+
+    example: Example
+    rollouts: list[ToolRollout]
+    total_s: float
+
+    @property
+    def weight_version(self) -> int:
+        return min(r.weight_version for r in self.rollouts)
+
+    @property
+    def rewards(self) -> list[float]:
+        return [r.reward for r in self.rollouts]
+
+    @property
+    def completion_lens(self) -> list[int]:
+        """Sampled tokens of each rollout, all turns together."""
+        return [r.sampled_tokens for r in self.rollouts]
+
+    @property
+    def truncated(self) -> list[bool]:
+        return [r.truncated for r in self.rollouts]
+
+    @property
+    def metrics(self) -> list[dict[str, float]]:
+        return [r.metrics for r in self.rollouts]
+
+    def samples(self, advantages: list[float]) -> list[Sample]:
+        return [r.sample(a) for r, a in zip(self.rollouts, advantages, strict=True)]
+
+
+def _assistant_turn(messages: list[ChatMessage], turn: int) -> int | None:
+    """`turn` when it is an assistant message, else the closest assistant message before it."""
+    for i in range(min(turn, len(messages) - 1), -1, -1):
+        if messages[i].role == "assistant":
+            return i
+    return None
+
+
+def _env_errors(records: list[dict], messages: list[ChatMessage]) -> list[ErrorRecord]:
+    errors = []
+    for r in records:
+        turn = _assistant_turn(messages, int(r.get("turn", len(messages) - 1)))
+        if turn is not None:
+            errors.append(ErrorRecord(kind=str(r["kind"]), turn=turn, message=str(r.get("message", ""))))
+    return errors
+
+
+async def tool_rollout(
+    client: InferenceClient,
+    env: Environment,
+    tokenizer: PreTrainedTokenizerBase,
+    example: Example,
+    *,
+    max_turns: int,
+    seq_len: int,
+    max_tokens: int,
+    temperature: float,
+    top_p: float = 1.0,
+    seed: int | None = None,
+) -> ToolRollout:
+    start = time.perf_counter()
+    session = await asyncio.to_thread(env.open_session, example)
+    try:
+        tools = list(session.tools)
+        conversation = TokenConversation(tokenizer, example.prompt, tools)
+        messages = [ChatMessage(role=m["role"], content=m["content"]) for m in example.prompt]
+        known = tool_names(tools)
+        stop_ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+        errors: list[ErrorRecord] = []
+        versions: list[int] = []
+        stop, truncated, turns, generate_s, tool_s = "max_turns", False, 0, 0.0, 0.0
+        while turns < max_turns:
+            room = seq_len - len(conversation.ids)
+            if room <= 0:
+                stop = "context"
+                break
+            request = GenerateRequest(
+                prompt_token_ids=conversation.ids, n=1, max_tokens=min(max_tokens, room), temperature=temperature,
+                top_p=top_p, stop_token_ids=sorted(stop_ids),
+                seed=None if seed is None else request_seed(seed, turns),
+            )
+            t0 = time.perf_counter()
+            try:
+                response = await client.generate(request)
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code != 400:
+                    raise
+                # The server refused the sequence (longer than the model's context): the rollout ends there.
+                logger.warning("rollout of %s ends: /generate refused turn %d: %s", example.id, turns + 1,
+                               exc.response.text[:300])
+                stop = "rejected"
+                break
+            generate_s += time.perf_counter() - t0
+            completion = response.completions[0]
+            versions.append(response.weight_version)
+            turns += 1
+            index = len(messages)
+            text = conversation.add_turn(completion.token_ids, completion.logprobs, index, stop_ids)
+            truncated = completion.finish_reason == "length"
+            parsed = parse_turn(text, known, id_prefix=f"call_{index}")
+            calls = [p.call for p in parsed.calls if p.call is not None]
+            messages.append(ChatMessage(role="assistant", content=parsed.content, tool_calls=calls or None))
+            if not parsed.calls:
+                stop = "no_tool_call"
+                break
+            replies = []
+            t0 = time.perf_counter()
+            for i, p in enumerate(parsed.calls):
+                if p.problem is not None:
+                    errors.append(ErrorRecord(kind="malformed_tool_call", turn=index, message=p.problem))
+                    output = f"error: {p.problem}"
+                else:
+                    output = await asyncio.to_thread(session.call, p.call.name, p.call.arguments, index)
+                call_id = p.call.id if p.call is not None else f"call_{index}_{i}"
+                replies.append(ChatMessage(role="tool", content=output, tool_call_id=call_id))
+            tool_s += time.perf_counter() - t0
+            messages += replies
+            if session.done:
+                stop = "done"
+                break
+            if turns >= max_turns:
+                break
+            try:
+                conversation.add_context([{"role": "tool", "content": r.content, "tool_call_id": r.tool_call_id}
+                                          for r in replies])
+            except TemplateMismatch as exc:
+                logger.warning("rollout of %s ends after turn %d: %s", example.id, turns, exc)
+                stop = "template_mismatch"
+                break
+        if not versions:
+            raise RuntimeError(f"rollout of {example.id}: the prompt alone fills seq_len {seq_len}: raise seq_len")
+        last = max(i for i, m in enumerate(messages) if m.role == "assistant")
+        t0 = time.perf_counter()
+        outcome = await asyncio.to_thread(session.finish, last, turns)
+        grade_s = time.perf_counter() - t0
+    finally:
+        await asyncio.to_thread(session.close)
+    errors = sorted(errors + _env_errors(outcome.errors, messages), key=lambda e: e.turn)
+    metrics = {**outcome.metrics, "turns": float(turns)} | {f"stop/{r}": float(r == stop) for r in STOP_REASONS}
+    return ToolRollout(
+        messages=messages, tools=tools, conversation=conversation, reward=float(outcome.reward), metrics=metrics,
+        errors=errors, weight_version=min(versions), stop_reason=stop, truncated=truncated, turns=turns,
+        timings={"generate_s": generate_s, "tool_s": tool_s, "grade_s": grade_s,
+                 "total_s": time.perf_counter() - start},
+    )
+
+
+async def tool_rollout_group(
+    client: InferenceClient,
+    env: Environment,
+    tokenizer: PreTrainedTokenizerBase,
+    example: Example,
+    *,
+    n: int,
+    max_turns: int,
+    seq_len: int,
+    max_tokens: int,
+    temperature: float,
+    top_p: float = 1.0,
+    seed: int | None = None,
+) -> ToolGroup:
+    """`n` independent rollouts of one example, concurrently (each its own session and seed)."""
+    start = time.perf_counter()
+    rollouts = await asyncio.gather(*(
+        tool_rollout(client, env, tokenizer, example, max_turns=max_turns, seq_len=seq_len, max_tokens=max_tokens,
+                     temperature=temperature, top_p=top_p, seed=None if seed is None else request_seed(seed, i))
+        for i in range(n)
+    ))
+    return ToolGroup(example=example, rollouts=list(rollouts), total_s=time.perf_counter() - start)

@@ -1,0 +1,161 @@
+"""Feature Deletion inside the RL loop: `rl` launches the scripted policy as its inference server
+(the same HTTP routes a model is served on), the orchestrator drives multi-turn tool rollouts in
+the sandbox and grades them, and the trainer trains a tiny model on the packed batches.
+
+The tiny fdcalc tasks get one script each: gold (reward 1), stumbling (four broken turns, then
+gold: reward 1 with structured errors) and noop (submit at once: reward 0).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from composer_prime.batch import batch_path, read_batch
+from composer_prime.traces import read_traces, traces_path
+from composer_prime.utils.net import free_port
+
+REPO = Path(__file__).resolve().parents[3]
+STEPS = 2
+SCRIPTS = ("gold", "stumbling", "noop")
+GROUP_SIZE = 2
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory):
+    """A tiny Qwen3 model with a ChatML tokenizer and room for whole tool conversations."""
+    from composer_prime.model.tiny import TinyModelConfig, build
+
+    return build(TinyModelConfig(output_dir=tmp_path_factory.mktemp("policy") / "model", corpus_lines=2000,
+                                 hidden_size=64, num_layers=2, intermediate_size=128,
+                                 max_position_embeddings=6144))
+
+
+def _toml(value) -> str:
+    return json.dumps(value) if not isinstance(value, dict) else \
+        "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+
+
+@pytest.mark.slow
+def test_scripted_policy_through_the_whole_rl_loop(tiny_tasks, policy, tmp_path):
+    from feature_deletion.taskset import split_of
+
+    rows, tasks_dir, _ = tiny_tasks
+    train = [r for r in rows if split_of(r.id) == "train"][: len(SCRIPTS)]
+    assert len(train) == len(SCRIPTS), "the tiny package should give at least three train tasks"
+    script_of = {row.id: script for row, script in zip(train, SCRIPTS, strict=True)}
+    tasks = str(Path(tasks_dir) / "tasks.jsonl")
+    out = tmp_path / "run"
+    config = tmp_path / "rl.toml"
+    config.write_text(f"""
+output_dir = {_toml(str(out))}
+max_steps = {STEPS}
+plot = false
+[model]
+path = {_toml(str(policy))}
+[log]
+progress = false
+[inference]
+port = {free_port()}
+[inference.backend]
+type = "scripted"
+tasks_path = {_toml(tasks)}
+task_scripts = {_toml(script_of)}
+[orchestrator]
+batch_size = {len(SCRIPTS) * GROUP_SIZE}
+group_size = {GROUP_SIZE}
+max_concurrent = 3
+seq_len = 5120  # a gold conversation of the tiny tasks is ~5k tokens; attention cost grows with rows squared
+max_turns = 20
+[orchestrator.env]
+id = "feature-deletion"
+args = {_toml({"tasks_path": tasks, "num_examples": len(SCRIPTS)})}
+[orchestrator.sampling]
+max_tokens = 2048
+[orchestrator.eval]
+num_examples = 0
+[orchestrator.hints]
+enabled = true
+max_sites_per_step = 2
+[trainer.loss.hint]
+weight = 0.5
+[trainer.optim]
+lr = 1e-4
+""")
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "composer_prime.rl.main", "@", str(config)], cwd=REPO,
+                            capture_output=True, text=True, timeout=600)
+    elapsed = time.perf_counter() - start
+    assert result.returncode == 0, result.stderr[-4000:]
+
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    orchestrator = {r["step"]: r for r in records if r["process"] == "orchestrator" and "reward/mean" in r}
+    trainer = {r["step"]: r for r in records if r["process"] == "trainer" and "loss" in r}
+    assert sorted(orchestrator) == sorted(trainer) == list(range(1, STEPS + 1))
+    rollouts = STEPS * len(SCRIPTS) * GROUP_SIZE
+    print(f"{rollouts} rollouts in {elapsed:.1f}s: {60 * rollouts / elapsed:.1f} rollouts/min end to end; "
+          f"step times {[round(orchestrator[s]['time/step_s'], 1) for s in orchestrator]}s")
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(policy)
+    for step in range(1, STEPS + 1):
+        record = orchestrator[step]
+        assert record["reward/mean"] == pytest.approx(2 / 3)  # gold and stumbling solve it, noop does not
+        assert record["env/stop/done"] == 1.0 and record["num_loss_tokens"] > 0
+        assert np.isfinite(trainer[step]["loss"])
+        assert record["hints/sites"] > 0 and trainer[step]["loss/hint"] > 0
+
+        traces = read_traces(traces_path(out, step))
+        assert len(traces) == rollouts // STEPS
+        for trace in traces:
+            task = re.search(r"Task id: ([^\n]+)", trace.messages[1].content).group(1)
+            script = script_of[task]
+            assert [m.role for m in trace.messages[:3]] == ["system", "user", "assistant"]
+            assert json.loads(trace.tools)[0]["function"]["name"] == "list_dir"
+            calls = [c.name for m in trace.messages if m.role == "assistant" for c in m.tool_calls or []]
+            assert calls[-1] == "submit" and trace.messages[-1].content == "submitted"
+            kinds = [(e.kind, e.turn) for e in trace.errors]
+            if script == "noop":
+                assert trace.reward == 0.0 and calls == ["submit"] and kinds == [("wrong_answer", 2)]
+            elif script == "gold":
+                assert trace.reward == 1.0 and kinds == [] and "write_file" in calls and "run_tests" in calls
+            else:  # stumbling: turns 2, 4, 6, 8 go wrong, each recorded on its own assistant message
+                assert trace.reward == 1.0
+                # The environment's and the parser's records; the detector adds tool_error wherever a tool
+                # message reads "error: ..." (a malformed call's reply too), and nothing after the stumbles.
+                stumbles = {(k, t) for k in ("tool_error", "malformed_tool_call") for t in (2, 4, 6, 8)}
+                assert {("tool_error", 2), ("malformed_tool_call", 4), ("malformed_tool_call", 6),
+                        ("malformed_tool_call", 8)} <= set(kinds) <= stumbles
+                assert all(trace.messages[t].role == "assistant" for _, t in kinds)
+                messages = {(e.kind, e.turn): e.message for e in trace.errors}
+                assert "no/such/file.py" in messages["tool_error", 2]
+                assert "unknown tool" in messages["malformed_tool_call", 6]
+                assert trace.messages[9].content.startswith("error:") and "not closed" in trace.messages[9].content
+            assert trace.metrics["f2p_passed"] == (0 if script == "noop" else trace.metrics["f2p_total"])
+
+        # Batches: the loss mask covers exactly the sampled assistant turns, each ending with the EOS token.
+        batch = read_batch(batch_path(out, step, 0))
+        turns = sum(len([m for m in t.messages if m.role == "assistant"]) for t in traces)
+        runs, loss_tokens = [], 0
+        for micro in batch.micro_batches:
+            ids, mask, pos = micro.input_ids.numpy(), micro.loss_mask.numpy(), micro.position_ids.numpy()
+            lps = micro.inference_logprobs.numpy()
+            for r in range(ids.shape[0]):
+                loss_tokens += int(mask[r].sum())
+                assert not lps[r][~mask[r]].any()
+                edges = np.flatnonzero(np.diff(np.concatenate([[0], mask[r].astype(np.int8), [0]])))
+                for a, b in zip(edges[::2], edges[1::2], strict=True):
+                    assert ids[r, b - 1] == tokenizer.eos_token_id and pos[r, a] > 0
+                    assert tokenizer.decode(ids[r, a - 3 : a]).endswith("<|im_start|>assistant\n")
+                    runs.append(tokenizer.decode(ids[r, a:b]))
+        assert loss_tokens == batch.num_loss_tokens and len(runs) == turns
+        assert all("<|im_start|>" not in run and "<|im_start|>tool" not in run for run in runs)
+        assert sum('"name": "submit"' in run for run in runs) == rollouts // STEPS

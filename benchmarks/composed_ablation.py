@@ -218,6 +218,8 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.5)
     parser.add_argument("--beta", type=float, default=0.5)
     parser.add_argument("--noise-seeds", type=int, default=2, help="extra seeds of the (0, 0) arm")
+    parser.add_argument("--extra-alphas", type=float, nargs="*", default=[],
+                        help="more (alpha, 0) arms, to see how the reward cost of channel 2 scales with alpha")
     parser.add_argument("--train-prompts", type=int, default=1000)
     parser.add_argument("--eval-prompts", type=int, default=200)
     args = parser.parse_args()
@@ -234,6 +236,7 @@ def main() -> None:
 
     arms = [(a, b, 0) for a in (0.0, args.alpha) for b in (0.0, args.beta)]
     arms += [(0.0, 0.0, s) for s in range(1, args.noise_seeds + 1)]
+    arms += [(a, 0.0, 0) for a in args.extra_alphas]
     rows = []
     for alpha, beta, seed in arms:
         name = f"a{alpha:g}_b{beta:g}_s{seed}"

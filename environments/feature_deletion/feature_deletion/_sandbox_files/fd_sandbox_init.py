@@ -53,14 +53,16 @@ def main():
     root = spec["root"]
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=755")
+    # The private /tmp comes first: an interpreter or venv that lives under the host's /tmp (a CI
+    # checkout there, say) is then bound on top of it instead of being hidden by it.
+    os.makedirs(root + "/tmp", exist_ok=True)
+    mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['tmp_mb']}m,mode=1777")
     for src, dst, writable in spec["binds"]:
         if os.path.lexists(src):
             bind(root, src, dst, writable)
     for path in spec["masks"]:
         if os.path.isdir(root + path):
             mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
-    os.makedirs(root + "/tmp", exist_ok=True)
-    mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['tmp_mb']}m,mode=1777")
     os.makedirs(root + "/proc", exist_ok=True)
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.makedirs(root + "/dev", exist_ok=True)

@@ -46,6 +46,7 @@ def test_every_channel_is_live_in_a_real_run(tmp_path):
         "--orchestrator.batch-size", "16", "--orchestrator.group-size", "4", "--orchestrator.eval.num-examples", "8",
         "--orchestrator.hints.max-sites-per-step", "6", "--trainer.loss.preference.pairs", str(pairs),
         "--trainer.loss.preference.pairs-per-step", "4", "--trainer.loss.preference.eval-interval", "2",
+        "--trainer.loss.hint.weight", "0.5", "--trainer.loss.preference.weight", "0.5",
         "--no-plot", "--no-log.progress",
     ]
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)

@@ -121,11 +121,12 @@ class HintChannel:
             else:
                 loss = entropy_gated_kl(student_logits, teacher_logits, entropy_threshold=cfg.entropy_threshold,
                                         temperature=cfg.temperature, **common)
-            with torch.no_grad():
-                dtype = torch.promote_types(student_logits.dtype, torch.float32)
-                log_s = torch.log_softmax(student_logits.detach().to(dtype) / cfg.temperature, dim=-1)
-                log_t = torch.log_softmax(teacher_logits.to(dtype) / cfg.temperature, dim=-1)
-                kl = divergence_from_logprobs(log_s, log_t, beta=1.0)
+            if cfg.variant == "jsd" and cfg.beta == 1.0 and cfg.clamp is None:
+                kl = loss.detach()  # the loss already is the reverse KL
+            else:  # chunked too: the diagnostic must not bring back the [tokens, V] tensors the loss avoids
+                with torch.no_grad():
+                    kl = chunked_generalized_jsd(student_logits.detach(), teacher_logits, beta=1.0,
+                                                 temperature=cfg.temperature, reduction="sum")
         return loss, {"hint/kl": kl.sum(), "hint/sites": torch.tensor(float(mb.num_sites))}
 
     def end_step(self, step: int) -> dict[str, float]:

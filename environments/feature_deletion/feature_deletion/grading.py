@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from feature_deletion.sandbox import Limits, RunResult, Sandbox
-from feature_deletion.task import TaskRow, is_stripped, materialize
+from feature_deletion.task import TaskRow, apply_files, is_stripped, materialize
 
 TEST_FILE = re.compile(r"(^|/)(conftest\.py|test_[^/]*\.py|[^/]*_test\.py|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml)$")
 # Tokens that let code under test tamper with the test run; flagged when the agent adds them.
@@ -157,13 +157,7 @@ def grade(row: TaskRow, tasks_dir: Path, agent_dir: Path | None, runner: Path | 
             else:
                 changes, ignored = agent_changes(row, fresh, Path(agent_dir))
         suspicious = suspicious_additions(row, changes)
-        for rel, content in changes.items():
-            target = fresh / rel
-            if content is None:
-                target.unlink(missing_ok=True)
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content)
+        apply_files(fresh, changes)
         sb = Sandbox(fresh, runner=runner, limits=limits, isolation=isolation)  # type: ignore[arg-type]
         result, outcomes = run_pytest(sb, row.import_root, row.tests)
     f2p = sum(outcomes.get(t) == "passed" for t in row.f2p)

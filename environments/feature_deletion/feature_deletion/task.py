@@ -158,14 +158,18 @@ def git_single_commit(path: Path) -> None:
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
 
 
-def apply_files(dest: Path, files: dict[str, str | None]) -> None:
+def apply_files(dest: Path, files: dict[str, str | bytes | None]) -> None:
+    """Write each file (text or bytes) under `dest`; None deletes it."""
     for rel, content in files.items():
         target = dest / rel
         if content is None:
             target.unlink(missing_ok=True)
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content)
 
 
 def materialize(row: TaskRow, tasks_dir: Path, dest: Path, state: Literal["broken", "gold"] = "broken",

@@ -17,7 +17,11 @@ alpha weights channel 2 (hint self-distillation), beta channel 3 (preference pai
 Stages whose output exists are skipped, so an interrupted ablation resumes. Usage:
 
     uv run python benchmarks/composed_ablation.py --teachers outputs/teachers/a outputs/teachers/b ... \
-        [--work outputs/ablation] [--steps 300] [--alpha 0.5] [--beta 0.5] [--noise-seeds 2]
+        [--work outputs/ablation] [--steps 300] [--alpha 0.5] [--beta 0.5] [--seeds 3] [--noise-seeds 2]
+
+With `--seeds N` every arm runs at seeds 0..N-1 and a second table compares the arms' means: an
+arm is "not worse beyond noise" when its mean reward is at most two standard errors of the
+difference of means below the (0, 0) arm's.
 
 Teachers are any model directories that share the warm start's tokenizer (e.g. quickstart RL
 checkpoints: `uv run rl @ configs/quickstart/rl.toml` then `outputs/quickstart/broadcasts/step_800`).
@@ -147,8 +151,8 @@ def held_out_sites(work: Path, model: Path, prompts: int) -> list[HintSite]:
     return msgspec.msgpack.decode(path.read_bytes(), type=list[HintSite])
 
 
-def run_arm(work: Path, model: Path, name: str, alpha: float, beta: float, seed: int, steps: int, pairs: Path
-            ) -> Path:
+def run_arm(work: Path, model: Path, name: str, alpha: float, beta: float, seed: int, steps: int, pairs: Path,
+            nll: float) -> Path:
     out = work / "arms" / name
     if any(r.get("step") == steps and "eval/reward_end" in r for r in read_metrics(out, "orchestrator")):
         return out
@@ -160,6 +164,8 @@ def run_arm(work: Path, model: Path, name: str, alpha: float, beta: float, seed:
         "--trainer.loss.preference.pairs", str(pairs), "--trainer.loss.preference.eval-interval", "0",
         "--no-plot", "--no-log.progress",
     ]
+    if beta > 0 and nll > 0:
+        command += ["--trainer.loss.preference.nll-weight", str(nll)]
     if alpha == 0:  # no hint sites to build when nobody trains on them
         command.append("--no-orchestrator.hints.enabled")
     print(f"arm {name}: alpha {alpha} beta {beta} seed {seed}", flush=True)
@@ -207,6 +213,30 @@ def table(rows: list[dict], noise: float, kl_start: float, alpha: float, beta: f
     return "\n".join(lines)
 
 
+def summary(rows: list[dict]) -> str:
+    """Per arm over its seeds: means, and each arm's reward against (0, 0) in standard errors."""
+    arms = sorted({(r["alpha"], r["beta"]) for r in rows})
+    by_arm = {arm: [r for r in rows if (r["alpha"], r["beta"]) == arm] for arm in arms}
+    base = [r["reward_end"] for r in by_arm.get((0.0, 0.0), [])]
+    lines = [
+        "| alpha | beta | seeds | KL at error sites (mean) | pair acc. end (mean) | held-out reward mean +- std "
+        "| vs (0, 0) | standard error of the difference | not worse beyond noise (>= -2 SE) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (alpha, beta), group in by_arm.items():
+        reward = np.array([r["reward_end"] for r in group])
+        std = float(np.std(reward, ddof=1)) if len(reward) > 1 else float("nan")
+        diff = float(reward.mean() - np.mean(base)) if base else float("nan")
+        se = float(np.sqrt(np.var(reward, ddof=1) / len(reward) + np.var(base, ddof=1) / len(base))) \
+            if len(reward) > 1 and len(base) > 1 else float("nan")
+        lines.append(
+            f"| {alpha:g} | {beta:g} | {len(group)} | {np.mean([r['kl_sites'] for r in group]):.4f} | "
+            f"{np.mean([r['pair_acc_end'] for r in group]):.3f} | {reward.mean():.3f} +- {std:.3f} | {diff:+.3f} | "
+            f"{se:.3f} | {'yes' if diff >= -2 * se else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--teachers", nargs="+", type=Path, required=True)
@@ -217,9 +247,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--alpha", type=float, default=0.5)
     parser.add_argument("--beta", type=float, default=0.5)
-    parser.add_argument("--noise-seeds", type=int, default=2, help="extra seeds of the (0, 0) arm")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds of every arm")
+    parser.add_argument("--noise-seeds", type=int, default=2, help="extra seeds of the (0, 0) arm beyond --seeds")
     parser.add_argument("--extra-alphas", type=float, nargs="*", default=[],
                         help="more (alpha, 0) arms, to see how the reward cost of channel 2 scales with alpha")
+    parser.add_argument("--preference-nll", type=float, default=0.0,
+                        help="RPO: the preference channel's chosen-NLL weight in the beta > 0 arms (named ..._rpoW)")
     parser.add_argument("--train-prompts", type=int, default=1000)
     parser.add_argument("--eval-prompts", type=int, default=200)
     args = parser.parse_args()
@@ -234,19 +267,20 @@ def main() -> None:
     warm = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
     kl_start = error_site_kl(warm, sites)
 
-    arms = [(a, b, 0) for a in (0.0, args.alpha) for b in (0.0, args.beta)]
-    arms += [(0.0, 0.0, s) for s in range(1, args.noise_seeds + 1)]
+    arms = [(a, b, s) for s in range(args.seeds) for a in (0.0, args.alpha) for b in (0.0, args.beta)]
+    arms += [(0.0, 0.0, s) for s in range(args.seeds, max(args.seeds, args.noise_seeds + 1))]
     arms += [(a, 0.0, 0) for a in args.extra_alphas]
+    suffix = f"_rpo{args.preference_nll:g}" if args.preference_nll else ""
     rows = []
     for alpha, beta, seed in arms:
-        name = f"a{alpha:g}_b{beta:g}_s{seed}"
-        out = run_arm(work, model, name, alpha, beta, seed, args.steps, pairs)
+        name = f"a{alpha:g}_b{beta:g}_s{seed}" + (suffix if beta else "")
+        out = run_arm(work, model, name, alpha, beta, seed, args.steps, pairs, args.preference_nll)
         rows.append({"alpha": alpha, "beta": beta, "seed": seed, **arm_figures(out, args.steps, sites)})
-        (work / "results.json").write_text(json.dumps(rows, indent=1))
+        (work / f"results{suffix}.json").write_text(json.dumps(rows, indent=1))
     baseline = [r["reward_end"] for r in rows if r["alpha"] == 0 and r["beta"] == 0]
     noise = float(np.std(baseline, ddof=1)) if len(baseline) > 1 else float("nan")
-    report = table(rows, noise, kl_start, args.alpha, args.beta)
-    (work / "table.md").write_text(report + "\n")
+    report = table(rows, noise, kl_start, args.alpha, args.beta) + "\n\n" + summary(rows)
+    (work / f"table{suffix}.md").write_text(report + "\n")
     print(report)
 
 

@@ -106,6 +106,28 @@ def simpo_loss(
     return _output(losses, beta * policy_chosen_avg_logps.detach(), beta * policy_rejected_avg_logps.detach())
 
 
+def add_chosen_nll(output: PreferenceOutput, policy_chosen_avg_logps: torch.Tensor, alpha: float) -> PreferenceOutput:
+    """RPO (Pang et al. 2024, "Iterative Reasoning Preference Optimization"): the pair loss plus the
+    chosen answer's length-normalised negative log-likelihood,
+
+        loss_i = pref_i - alpha * (1 / |w_i|) sum_t log pi(w_i,t | x_i, w_i,<t)
+
+    DPO only widens the gap between chosen and rejected, and in practice lowers the chosen
+    likelihood too; the NLL term keeps the policy producing the chosen answers. alpha = 0 is the
+    plain pair loss. Rewards, margins and accuracy stay those of the pair loss.
+
+    Args:
+        output: the pair loss (`dpo_loss` or `simpo_loss`).
+        policy_chosen_avg_logps: `[B]` length-averaged log-probs of the chosen answers under the policy.
+        alpha: weight of the NLL term (1.0 in the paper).
+    """
+    if alpha < 0:
+        raise ValueError(f"alpha must be >= 0, got {alpha}")
+    losses = output.losses - alpha * policy_chosen_avg_logps
+    return PreferenceOutput(losses.mean(), losses, output.chosen_rewards, output.rejected_rewards, output.margins,
+                            output.accuracy)
+
+
 def _smoothed_logistic(logits: torch.Tensor, label_smoothing: float) -> torch.Tensor:
     if not 0.0 <= label_smoothing < 0.5:
         raise ValueError(f"label_smoothing must be in [0, 0.5), got {label_smoothing}")

@@ -70,6 +70,10 @@ class PreferenceLossConfig(BaseConfig):
     beta: Annotated[float | None, Field(gt=0, description="Reward scale; None: 0.1 for dpo, 2.0 for simpo.")] = None
     gamma: Annotated[float, Field(ge=0, description="SimPO target margin.")] = 0.6
     label_smoothing: Annotated[float, Field(ge=0, lt=0.5, description="Assumed label-flip rate (cDPO).")] = 0.0
+    nll_weight: Annotated[
+        float, Field(ge=0, description="RPO: weight of the chosen answer's length-normalised NLL added to each pair's "
+                                       "loss (keeps the chosen likelihood from falling); 0 is plain DPO / SimPO.")
+    ] = 0.0
     pairs_per_step: Annotated[int, Field(ge=1, description="Pairs trained on per step (all ranks).")] = 8
     eval_fraction: Annotated[float, Field(ge=0, lt=1, description="Pairs held out (by id hash) for eval accuracy.")] = 0.1
     eval_interval: Annotated[int, Field(ge=0, description="Log held-out pair accuracy every N steps (0: start and "

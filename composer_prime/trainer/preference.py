@@ -25,7 +25,7 @@ from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from composer_prime.errors import UserError
-from composer_prime.loss.preference import PreferenceOutput, dpo_loss, sequence_logprobs, simpo_loss
+from composer_prime.loss.preference import PreferenceOutput, add_chosen_nll, dpo_loss, sequence_logprobs, simpo_loss
 from composer_prime.messages import Action, render_tool_calls
 from composer_prime.pairs import PreferencePair, read_pairs
 from composer_prime.trainer.config import PreferenceLossConfig
@@ -148,11 +148,13 @@ class PreferenceChannel:
         summed, averaged = sequence_logprobs(logprobs, mask)
         b = len(pairs)
         if self.config.variant == "simpo":
-            return simpo_loss(averaged[:b], averaged[b:], beta=self.beta, gamma=self.config.gamma,
-                              label_smoothing=self.config.label_smoothing)
-        ref = torch.tensor([self.reference[p.id] for p in pairs], dtype=summed.dtype, device=device)
-        return dpo_loss(summed[:b], summed[b:], ref[:, 0], ref[:, 1], beta=self.beta,
-                        label_smoothing=self.config.label_smoothing)
+            out = simpo_loss(averaged[:b], averaged[b:], beta=self.beta, gamma=self.config.gamma,
+                             label_smoothing=self.config.label_smoothing)
+        else:
+            ref = torch.tensor([self.reference[p.id] for p in pairs], dtype=summed.dtype, device=device)
+            out = dpo_loss(summed[:b], summed[b:], ref[:, 0], ref[:, 1], beta=self.beta,
+                           label_smoothing=self.config.label_smoothing)
+        return add_chosen_nll(out, averaged[:b], self.config.nll_weight) if self.config.nll_weight else out
 
     def step_pairs(self, step: int, rank: int, world_size: int) -> list[TokenizedPair]:
         """This rank's share of the step's pairs: a fixed function of (seed, step), so resume repeats it."""

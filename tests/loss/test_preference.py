@@ -7,7 +7,7 @@ import torch
 from trl import DPOTrainer
 from trl.experimental.cpo import CPOTrainer
 
-from composer_prime.loss.preference import dpo_loss, sequence_logprobs, simpo_loss
+from composer_prime.loss.preference import add_chosen_nll, dpo_loss, sequence_logprobs, simpo_loss
 
 
 def _randn(*shape, seed, scale=1.0):
@@ -182,3 +182,30 @@ def test_diagnostics_are_detached_and_label_smoothing_is_checked():
     assert not any(t.requires_grad for t in (out.chosen_rewards, out.rejected_rewards, out.margins, out.accuracy))
     with pytest.raises(ValueError):
         dpo_loss(chosen, rejected, ref_chosen, ref_rejected, label_smoothing=0.5)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
+def test_rpo_adds_the_chosen_length_normalised_nll_to_each_pair(alpha):
+    chosen, rejected, ref_chosen, ref_rejected = _pairs(seed=80)
+    token_logprobs = -_randn(6, 7, seed=81).abs()
+    mask = torch.arange(7)[None] < torch.tensor([3, 7, 1, 5, 2, 4])[:, None]
+    _, chosen_avg = sequence_logprobs(token_logprobs, mask)
+    base = dpo_loss(chosen, rejected, ref_chosen, ref_rejected, beta=0.1)
+    out = add_chosen_nll(base, chosen_avg, alpha)
+    for i in range(6):
+        tokens = [token_logprobs[i, t].item() for t in range(7) if mask[i, t]]
+        h = (chosen[i] - ref_chosen[i] - rejected[i] + ref_rejected[i]).item()
+        expected = -_log_sigmoid(0.1 * h) - alpha * sum(tokens) / len(tokens)
+        assert out.losses[i].item() == pytest.approx(expected, rel=1e-12)
+    assert out.loss.item() == pytest.approx(out.losses.mean().item(), rel=1e-14)
+    assert torch.equal(out.margins, base.margins) and torch.equal(out.accuracy, base.accuracy)
+
+
+def test_rpo_pulls_the_chosen_answer_up_even_when_the_pair_is_saturated():
+    # A pair already ranked by a huge margin gives DPO no gradient; the NLL term still raises chosen.
+    chosen_avg = torch.tensor([-2.0], dtype=torch.float64, requires_grad=True)
+    base = dpo_loss(torch.tensor([0.0]), torch.tensor([-1e4]), torch.tensor([0.0]), torch.tensor([0.0]))
+    add_chosen_nll(base, chosen_avg, 1.0).loss.backward()
+    assert chosen_avg.grad.item() == pytest.approx(-1.0)
+    with pytest.raises(ValueError):
+        add_chosen_nll(base, chosen_avg, -0.1)

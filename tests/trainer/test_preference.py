@@ -1,6 +1,7 @@
 """Channel 3 in the trainer: pair tokenisation, the cached reference, DPO / SimPO values, held-out accuracy."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -127,6 +128,22 @@ def test_simpo_and_held_out_accuracy(chat_model, tmp_path):
             z = 2.0 * (avg[0] - avg[1]) - 0.6
             expected += -torch.nn.functional.logsigmoid(torch.tensor(z, dtype=torch.float64)).item()
     assert loss.item() == pytest.approx(expected, rel=1e-4)
+
+
+def test_rpo_channel_adds_the_chosen_nll_to_the_first_step_log_2(chat_model, tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    write_pairs(path, pairs(12))
+    config = PreferenceLossConfig(weight=1.0, pairs=path, pairs_per_step=4, eval_fraction=0.0, nll_weight=0.5)
+    tokenizer = AutoTokenizer.from_pretrained(chat_model)
+    model = AutoModelForCausalLM.from_pretrained(chat_model, dtype=torch.float32)
+    reference = AutoModelForCausalLM.from_pretrained(chat_model, dtype=torch.float64)
+    channel = PreferenceChannel(config, tokenizer, tmp_path / "run", seed=0)
+    channel.prepare_reference(model, CPU.device, write=False)
+    step_pairs = channel.step_pairs(1, 0, 1)
+    loss, _ = channel.loss(model, step_pairs, CPU.device)
+    # Policy == reference: each pair's DPO term is log 2; RPO adds 0.5 * the chosen answer's mean NLL.
+    expected = sum(math.log(2) - 0.5 * _reference_sums(reference, t)[0] / len(t.chosen_ids) for t in step_pairs)
+    assert loss.item() == pytest.approx(expected, rel=1e-5)
 
 
 def test_bad_pairs_file_is_a_one_line_error(chat_model, tmp_path):

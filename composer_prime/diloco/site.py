@@ -115,6 +115,22 @@ class DiLoCoSite:
         self.inner_steps += 1
         return self.outer_step
 
+    def state_dict(self) -> dict:
+        """The DiLoCo part of a trainer checkpoint: each fragment's agreed parameters and outer optimizer.
+
+        torchft 0.2.0 keeps these behind the Manager's registered state functions, with no public accessor
+        for a subset of them (the site's own model state is checkpointed by the trainer). torchft's own step
+        is left out on purpose: a restarted site starts at step 0, so at its first quorum it is behind every
+        live peer and heals from it (or, when all sites restarted, init_sync makes them agree), instead of
+        rejoining with an equal step but a different trainer step.
+        """
+        return {key: save() for key, save in self.manager._user_state_dicts.items()
+                if key.startswith("StreamingDiLoCoFragment_")}
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, fragment_state in state.items():
+            self.manager._load_state_dict_fns[key](fragment_state)
+
     def __enter__(self) -> DiLoCoSite:
         self.diloco.__enter__()
         return self

@@ -1,7 +1,8 @@
 """Trainer checkpoints: `<output>/checkpoints/step_<N>/` holding everything needed to continue bit-exactly.
 
 Files: `model.pt` and `optimizer.pt` (full, unsharded state dicts), `rng_rank_<R>.pt` (each
-rank's torch RNG states) and `meta.json`. The directory is assembled under a temporary
+rank's torch RNG states), `meta.json`, and for a DiLoCo site `diloco.pt` (agreed parameters and
+outer optimizer state). The directory is assembled under a temporary
 name and renamed into place, so a `step_<N>` directory is always complete; temporary
 directories left by a crash are ignored and removed at the next start.
 """
@@ -82,12 +83,15 @@ def write_rng(staging: Path, rank: int) -> None:
 
 
 def finish_checkpoint(
-    output_dir: Path, step: int, model_state: dict, optimizer_state: dict, world_size: int, keep_last: int
+    output_dir: Path, step: int, model_state: dict, optimizer_state: dict, world_size: int, keep_last: int,
+    diloco_state: dict | None = None,
 ) -> Path:
-    """Write the model and optimizer into the staging directory, publish it, prune old checkpoints."""
+    """Write the model, optimizer (and DiLoCo site state) into the staging directory, publish it, prune old ones."""
     staging = staging_dir(output_dir, step)
     torch.save(model_state, staging / "model.pt")
     torch.save(optimizer_state, staging / "optimizer.pt")
+    if diloco_state is not None:
+        torch.save(diloco_state, staging / "diloco.pt")
     meta = {"format": CHECKPOINT_FORMAT, "step": step, "world_size": world_size}
     (staging / "meta.json").write_text(json.dumps(meta))
     final = checkpoint_dir(output_dir, step)
@@ -102,6 +106,12 @@ def load_states(path: Path) -> tuple[dict, dict]:
     model_state = torch.load(path / "model.pt", map_location="cpu", weights_only=True)
     optimizer_state = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=True)
     return model_state, optimizer_state
+
+
+def load_diloco(path: Path) -> dict | None:
+    """The DiLoCo site state of a checkpoint (None: written by a lone trainer)."""
+    file = path / "diloco.pt"
+    return torch.load(file, map_location="cpu", weights_only=True) if file.is_file() else None
 
 
 def load_rng(path: Path, rank: int) -> dict | None:

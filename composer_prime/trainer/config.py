@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
 from composer_prime.config import LogConfig, ModelConfig, NumThreads
+from composer_prime.diloco.config import DiLoCoConfig
 
 
 class OptimConfig(BaseConfig):
@@ -95,6 +96,16 @@ class CheckpointConfig(BaseConfig):
     resume: Annotated[bool, Field(description="Resume from the newest checkpoint in output_dir if there is one.")] = True
 
 
+class DataConfig(BaseConfig):
+    """Where this trainer's batches come from; several DiLoCo sites each take one shard of every step."""
+
+    dir: Annotated[Path | None, Field(description="Run directory the orchestrator writes steps into; None: output_dir.")] = None
+    shard: Annotated[int, Field(ge=0, description="This site's shard of every step (0 .. shards - 1).")] = 0
+    shards: Annotated[
+        int, Field(ge=1, description="Sites sharing the orchestrator's steps (its train_world_size = shards x ranks per site).")
+    ] = 1
+
+
 class TrainerConfig(BaseConfig):
     """Reads packed batches, steps the policy, checkpoints and publishes weight versions."""
 
@@ -111,3 +122,18 @@ class TrainerConfig(BaseConfig):
     ] = 1800.0
     num_threads: NumThreads = None
     log: LogConfig = LogConfig()
+    data: DataConfig = DataConfig()
+    diloco: Annotated[
+        DiLoCoConfig | None,
+        Field(description="Train as one site of a Streaming DiLoCo run (composer_prime/diloco); None: a lone trainer."),
+    ] = None
+    publish_weights: Annotated[
+        bool, Field(description="Publish each step's weights as a version. Of several DiLoCo sites only the lead "
+                                "does: its versions are what inference and workers sample from.")
+    ] = True
+
+    @model_validator(mode="after")
+    def _check_sites(self) -> TrainerConfig:
+        if self.data.shard >= self.data.shards:
+            raise ValueError(f"data.shard {self.data.shard} must be below data.shards {self.data.shards}")
+        return self

@@ -38,6 +38,18 @@ def wait_for_batch(
     return batch, idle_s
 
 
+def own_share(batch: TrainBatch) -> TrainBatch:
+    """The batch with its token counts limited to its own tokens.
+
+    Ranks of one trainer divide by the step's global counts because their gradients are summed
+    (FSDP). DiLoCo sites never sum gradients, so each site normalises by what it trains on: its
+    update then has the scale of a lone trainer's step.
+    """
+    loss_tokens = sum(int(micro.loss_mask.numpy().sum()) for micro in batch.micro_batches)
+    hint_tokens = sum(len(site.completion_ids) for site in batch.hint_sites)
+    return msgspec.structs.replace(batch, num_loss_tokens=loss_tokens, num_hint_tokens=hint_tokens)
+
+
 @dataclass
 class MicroBatchTensors:
     input_ids: torch.Tensor

@@ -1,7 +1,9 @@
 """The trainer process (`uv run trainer @ file.toml`, or one rank of `torchrun ... -m composer_prime.trainer.main`).
 
 Per step: wait for this rank's batch, train on it, checkpoint (every `ckpt.interval`),
-publish the new weight version, log. Resumes from the newest checkpoint and continues
+publish the new weight version, log. With `[trainer.diloco]` the trainer is one site of a
+Streaming DiLoCo run (trainer/site.py): it trains its shard of each step (`[trainer.data]`) and
+only the lead site publishes versions. Resumes from the newest checkpoint and continues
 bit-exactly; weight versions newer than that checkpoint are deleted, since they will be
 recomputed.
 """
@@ -11,16 +13,19 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 
 from composer_prime.cli import run_cli
+from composer_prime.errors import UserError
 from composer_prime.loss.registry import resolve_loss
 from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.trainer import checkpoint as ckpt
 from composer_prime.trainer.config import TrainerConfig
-from composer_prime.trainer.data import wait_for_batch
+from composer_prime.trainer.data import own_share, wait_for_batch
+from composer_prime.trainer.hint import HintChannel
 from composer_prime.trainer.parallel import (
     World,
     barrier,
@@ -31,12 +36,18 @@ from composer_prime.trainer.parallel import (
     load_full_state,
     shard_model,
 )
-from composer_prime.trainer.progress import StepReporter
-from composer_prime.trainer.hint import HintChannel
 from composer_prime.trainer.preference import PreferenceChannel
+from composer_prime.trainer.progress import StepReporter
+from composer_prime.trainer.site import TrainerSite
 from composer_prime.trainer.step import Channels, learning_rate, train_step
 from composer_prime.utils.metrics import MetricsLogger
-from composer_prime.weights import broadcast_root, list_versions, prune_versions, publish_weights, version_dir
+from composer_prime.weights import (
+    broadcast_root,
+    list_versions,
+    prune_versions,
+    publish_weights,
+    version_dir,
+)
 
 logger = logging.getLogger("composer_prime.trainer")
 
@@ -68,7 +79,7 @@ def _drop_versions_after(config: TrainerConfig, step: int) -> None:
                 shutil.rmtree(child, ignore_errors=True)
 
 
-def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World) -> None:
+def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World, site: TrainerSite | None) -> None:
     if world.is_main:
         ckpt.begin_checkpoint(config.output_dir, step)
     barrier(world)
@@ -78,12 +89,15 @@ def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World
     barrier(world)
     if world.is_main:
         ckpt.finish_checkpoint(
-            config.output_dir, step, model_state, optim_state, world.world_size, config.ckpt.keep_last
+            config.output_dir, step, model_state, optim_state, world.world_size, config.ckpt.keep_last,
+            diloco_state=site.state_dict() if site is not None else None,
         )
 
 
 def train(config: TrainerConfig, world: World) -> None:
     loss = resolve_loss(config.loss.pg)  # before the model loads: a bad import path fails fast
+    if config.diloco is not None and world.distributed:
+        raise UserError("trainer.diloco runs one process per site; use num_train_processes = 1 with diloco")
     torch.manual_seed(config.seed)
     model = load_model(config.model, world.device)
     model.train()
@@ -100,70 +114,86 @@ def train(config: TrainerConfig, world: World) -> None:
     start = _resume(config, model, optimizer, world)
     if world.is_main:
         ckpt.remove_checkpoints_after(config.output_dir, start)  # only with ckpt.resume off can any exist
-        _drop_versions_after(config, start)
+        if config.publish_weights:
+            _drop_versions_after(config, start)
     if channels.preference is not None:  # before any step: the reference is the initial policy
         channels.preference.prepare_reference(model, world.device, write=world.is_main)
     config_json = model.config.to_json_string()
     assets_dir = Path(config.model.path) if Path(config.model.path).is_dir() else None
+
+    site = TrainerSite(config.diloco, model, optimizer) if config.diloco is not None else None
+    if site is not None and start and (state := ckpt.load_diloco(ckpt.checkpoint_dir(config.output_dir, start))):
+        site.load_state_dict(state)  # after the site saved the resumed weights as its starting point
+    data_dir = config.data.dir or config.output_dir
+    data_rank = config.data.shard * world.world_size + world.rank
+    data_ranks = config.data.shards * world.world_size
 
     metrics = None
     if world.is_main:
         metrics = MetricsLogger(config.output_dir, "trainer", config.log.wandb_project, config.model_dump(mode="json"))
     reporter = StepReporter(config.max_steps, start, enabled=world.is_main, progress=config.log.progress)
     hint_idle_logged = False
-    try:
-        for step in range(start + 1, config.max_steps + 1):
-            batch, idle_s = wait_for_batch(
-                config.output_dir, step, world.rank, world.world_size, config.batch_timeout_s
-            )
-            lr = learning_rate(step, config.optim)
-            t0 = time.perf_counter()
-            if channels.hint is not None and batch.num_hint_tokens == 0 and not hint_idle_logged:
-                logger.info("hint channel has no inputs at step %d: the batch carries no hint sites (is "
-                            "orchestrator.hints.enabled on? does any rollout err?)", step)
-                hint_idle_logged = True
-            if step == start + 1 and channels.preference is not None:
-                log_eval(metrics, start, channels.preference.evaluate(model, world.device))
-            result = train_step(model, optimizer, batch, loss, lr, config.optim.max_norm, world, channels)
-            train_s = time.perf_counter() - t0
+    step = start
+    with site if site is not None else nullcontext():
+        try:
+            while step < config.max_steps:
+                step += 1
+                if site is not None:
+                    site.step = step
+                batch, idle_s = wait_for_batch(data_dir, step, data_rank, data_ranks, config.batch_timeout_s)
+                if config.data.shards > 1:
+                    batch = own_share(batch)
+                lr = learning_rate(step, config.optim)
+                t0 = time.perf_counter()
+                if channels.hint is not None and batch.num_hint_tokens == 0 and not hint_idle_logged:
+                    logger.info("hint channel has no inputs at step %d: the batch carries no hint sites (is "
+                                "orchestrator.hints.enabled on? does any rollout err?)", step)
+                    hint_idle_logged = True
+                if step == start + 1 and channels.preference is not None:
+                    log_eval(metrics, start, channels.preference.evaluate(model, world.device))
+                result = train_step(model, optimizer, batch, loss, lr, config.optim.max_norm, world, channels)
+                train_s = time.perf_counter() - t0
+                if site is not None and (healed := site.after_step()) is not None:
+                    step = healed
 
-            if step % config.ckpt.interval == 0:
-                _checkpoint(config, step, model, optimizer, world)
-            state = full_model_state_dict(model, world)
-            if world.is_main:
-                publish_weights(config.output_dir, step, state, config_json, assets_dir)
-                prune_versions(config.output_dir, config.keep_weight_versions)
-            del state
-            step_s = time.perf_counter() - t0 + idle_s
+                if step % config.ckpt.interval == 0:
+                    _checkpoint(config, step, model, optimizer, world, site)
+                if config.publish_weights:
+                    state = full_model_state_dict(model, world)
+                    if world.is_main:
+                        publish_weights(config.output_dir, step, state, config_json, assets_dir)
+                        prune_versions(config.output_dir, config.keep_weight_versions)
+                    del state
+                step_s = time.perf_counter() - t0 + idle_s
 
+                if metrics is not None:
+                    record = {
+                        "loss": result.loss,
+                        **{f"loss/{k}": v for k, v in result.channel_losses.items()},
+                        # channel diagnostics carry their channel's prefix (hint/kl, preference/accuracy, ...)
+                        **{k if "/" in k else f"loss/{k}": v for k, v in result.loss_metrics.items()},
+                        "grad_norm": result.grad_norm,
+                        "lr": lr,
+                        "num_tokens": result.num_tokens,
+                        "num_loss_tokens": batch.num_loss_tokens,
+                        "tokens_per_s": result.num_tokens / train_s,
+                        "idle_s": idle_s,
+                        "train_s": train_s,
+                        "step_s": step_s,
+                        "off_policy_lag": step - 1 - batch.min_policy_version,
+                    }
+                    if channels.hint is not None:
+                        record |= channels.hint.end_step(step)
+                    metrics.log(step, record)
+                    reporter.update(step, record)
+                pref = channels.preference
+                if pref is not None and (step == config.max_steps or (
+                        pref.config.eval_interval and step % pref.config.eval_interval == 0)):
+                    log_eval(metrics, step, pref.evaluate(model, world.device))
+        finally:
+            reporter.close()
             if metrics is not None:
-                record = {
-                    "loss": result.loss,
-                    **{f"loss/{k}": v for k, v in result.channel_losses.items()},
-                    # channel diagnostics carry their channel's prefix (hint/kl, preference/accuracy, ...)
-                    **{k if "/" in k else f"loss/{k}": v for k, v in result.loss_metrics.items()},
-                    "grad_norm": result.grad_norm,
-                    "lr": lr,
-                    "num_tokens": result.num_tokens,
-                    "num_loss_tokens": batch.num_loss_tokens,
-                    "tokens_per_s": result.num_tokens / train_s,
-                    "idle_s": idle_s,
-                    "train_s": train_s,
-                    "step_s": step_s,
-                    "off_policy_lag": step - 1 - batch.min_policy_version,
-                }
-                if channels.hint is not None:
-                    record |= channels.hint.end_step(step)
-                metrics.log(step, record)
-                reporter.update(step, record)
-            pref = channels.preference
-            if pref is not None and (step == config.max_steps or (
-                    pref.config.eval_interval and step % pref.config.eval_interval == 0)):
-                log_eval(metrics, step, pref.evaluate(model, world.device))
-    finally:
-        reporter.close()
-        if metrics is not None:
-            metrics.close()
+                metrics.close()
 
 
 def make_channels(config: TrainerConfig, world: World) -> Channels:

@@ -218,20 +218,25 @@ def summary(rows: list[dict]) -> str:
     arms = sorted({(r["alpha"], r["beta"]) for r in rows})
     by_arm = {arm: [r for r in rows if (r["alpha"], r["beta"]) == arm] for arm in arms}
     base = [r["reward_end"] for r in by_arm.get((0.0, 0.0), [])]
+    def mean(key: str, arm: tuple[float, float]) -> float:
+        return float(np.mean([r[key] for r in by_arm[arm]])) if arm in by_arm else float("nan")
+
     lines = [
-        "| alpha | beta | seeds | KL at error sites (mean) | pair acc. end (mean) | held-out reward mean +- std "
-        "| vs (0, 0) | standard error of the difference | not worse beyond noise (>= -2 SE) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| alpha | beta | seeds | KL at error sites (mean) | vs alpha=0 | pair acc. end (mean) | vs beta=0 (points) "
+        "| held-out reward mean +- std | vs (0, 0) | standard error of the difference | not worse beyond noise (>= -2 SE) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (alpha, beta), group in by_arm.items():
+        kl, acc = mean("kl_sites", (alpha, beta)), mean("pair_acc_end", (alpha, beta))
         reward = np.array([r["reward_end"] for r in group])
         std = float(np.std(reward, ddof=1)) if len(reward) > 1 else float("nan")
         diff = float(reward.mean() - np.mean(base)) if base else float("nan")
         se = float(np.sqrt(np.var(reward, ddof=1) / len(reward) + np.var(base, ddof=1) / len(base))) \
             if len(reward) > 1 and len(base) > 1 else float("nan")
         lines.append(
-            f"| {alpha:g} | {beta:g} | {len(group)} | {np.mean([r['kl_sites'] for r in group]):.4f} | "
-            f"{np.mean([r['pair_acc_end'] for r in group]):.3f} | {reward.mean():.3f} +- {std:.3f} | {diff:+.3f} | "
+            f"| {alpha:g} | {beta:g} | {len(group)} | {kl:.4f} | {(kl / mean('kl_sites', (0.0, beta)) - 1) * 100:+.1f}% | "
+            f"{acc:.3f} | {(acc - mean('pair_acc_end', (alpha, 0.0))) * 100:+.1f} | {reward.mean():.3f} +- {std:.3f} | "
+            f"{diff:+.3f} | "
             f"{se:.3f} | {'yes' if diff >= -2 * se else 'no'} |"
         )
     return "\n".join(lines)

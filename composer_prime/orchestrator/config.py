@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
-from composer_prime.hints.config import HintsConfig
+from composer_prime.broadcast.store import StoreConfig
 from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.hints.config import HintsConfig
+from composer_prime.verify.verifier import VerifyConfig
 
 
 class EnvConfig(BaseConfig):
@@ -72,6 +74,27 @@ class EvalConfig(PassAtKConfig):
     interval: Annotated[int, Field(ge=0, description="Evaluate every N steps (0: only at start and end).")] = 0
 
 
+class WorkersConfig(BaseConfig):
+    """orchestrator.source = "workers": volunteer workers sample, this process admits and verifies them."""
+
+    host: Annotated[str, Field(description="Interface the coordinator binds (0.0.0.0 to admit other hosts).")] = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535, description="Coordinator port (workers' run_url).")] = 8700
+    join_token: Annotated[str, Field(min_length=8, description="Secret volunteers need to join.")]
+    run_id: Annotated[str, Field(description="Run name announced to workers.")] = "run"
+    run_public_key: Annotated[str, Field(description="The run's public key (hex, or the file broadcast.watch wrote "
+                                                     "beside the run key) that signs weight manifests.")]
+    store: Annotated[StoreConfig, Field(description="Run store root: workers upload to rollouts/, weights are under "
+                                                    "broadcasts/ (broadcast.watch).")]
+    broadcast_servers: Annotated[list[str], Field(description="Origin and relay URLs as workers reach them.")] = []
+    prompts_per_batch: Annotated[int, Field(ge=1, description="Prompts per uploaded batch.")] = 4
+    weights_dir: Annotated[
+        Path | None, Field(description="Run directory of the lead trainer whose versions are trusted for verification; "
+                                       "None: output_dir.")
+    ] = None
+    poll_s: Annotated[float, Field(gt=0, description="Seconds between looks at the store for new batches.")] = 0.5
+    verify: VerifyConfig = VerifyConfig()
+
+
 class OrchestratorConfig(BaseConfig):
     """Runs rollouts against the inference server, scores them and writes trainer batches."""
 
@@ -111,9 +134,21 @@ class OrchestratorConfig(BaseConfig):
         float, Field(gt=0, description="Give up when a needed weight version has not appeared after this long.")
     ] = 1800.0
     log: LogConfig = LogConfig()
+    source: Annotated[
+        Literal["inference", "workers"],
+        Field(description="Where rollouts come from: this run's inference server, or volunteer workers "
+                          "([orchestrator.workers]), verified before they train."),
+    ] = "inference"
+    workers: Annotated[WorkersConfig | None, Field(description="Volunteer workers (source = 'workers').")] = None
 
     @model_validator(mode="after")
     def _groups_divide_batch(self) -> OrchestratorConfig:
         if self.batch_size % self.group_size:
             raise ValueError(f"batch_size ({self.batch_size}) must be a multiple of group_size ({self.group_size})")
+        if self.source == "workers":
+            if self.workers is None:
+                raise ValueError("source = 'workers' needs an [orchestrator.workers] section")
+            if self.eval.num_examples or self.hints.enabled:
+                raise ValueError("source = 'workers' has no inference server for held-out eval or hint sites: set "
+                                 "eval.num_examples = 0 and hints.enabled = false (evaluate with `uv run eval`)")
         return self

@@ -14,6 +14,9 @@ on (seed, step), so a killed and restarted orchestrator neither repeats nor skip
 Tool environments (a task that opens tool sessions, envs.py): each rollout is a multi-turn
 conversation the orchestrator drives token by token (multiturn.py); only its sampled turns train.
 
+Volunteer workers (source = "workers"): no inference server; verified rollouts from workers
+become the steps instead (volunteers.py).
+
 Eval (eval.num_examples > 0): held-out reward and pass@k at the start (served version), every
 eval.interval steps, and at the end on version max_steps; then one line `held-out reward a -> b (+d)`.
 """
@@ -276,6 +279,14 @@ async def orchestrate(config: OrchestratorConfig) -> None:
     tokenizer = load_tokenizer(config.model)
     metrics = MetricsLogger(config.output_dir, "orchestrator", config.log.wandb_project,
                             config.model_dump(mode="json"))
+    if config.source == "workers":
+        from composer_prime.orchestrator.volunteers import VolunteerSource
+
+        try:
+            await VolunteerSource(config, tokenizer, metrics).run()
+        finally:
+            metrics.close()
+        return
     try:
         async with InferenceClient(config.inference_url) as client:
             health = await client.wait_until_ready(timeout_s=config.inference_timeout_s)

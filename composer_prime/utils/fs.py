@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 
 
@@ -11,7 +12,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary sibling, fsync, then rename over `path` (atomic on POSIX)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    # Unique per thread too: two threads of one process may save the same file at once.
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()

@@ -1,7 +1,7 @@
-"""An ASGI app served by uvicorn on a free 127.0.0.1 port, in a thread with its own event loop.
+"""An ASGI app served by uvicorn in a thread with its own event loop (a free 127.0.0.1 port by default).
 
-For tests and benchmarks that need a real HTTP server in-process; `with ServedApp(app) as s:`
-starts it and stops it on exit.
+For tests, benchmarks and processes that host a small HTTP app beside their main loop (the
+orchestrator's worker coordinator); `with ServedApp(app) as s:` starts it and stops it on exit.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from composer_prime.utils.net import free_port
 
 
 class ServedApp:
-    def __init__(self, app, start_timeout_s: float = 5.0):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+    def __init__(self, app, start_timeout_s: float = 5.0, host: str = "127.0.0.1", port: int | None = None):
+        self.port = port or free_port()
+        self.url = f"http://{host}:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=lambda: asyncio.run(self.server.serve()), daemon=True)
         self._timeout_s = start_timeout_s
 

@@ -9,6 +9,7 @@ restarted orchestrator neither re-counts nor re-trains a batch.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from composer_prime.broadcast.store import Store
@@ -25,7 +26,11 @@ class RolloutInbox:
         if self.state_path and self.state_path.is_file():
             self.processed = set(json.loads(self.state_path.read_text()))
 
-    def poll(self, current_version: int) -> list[Decision]:
+    def poll(self, current_version: Callable[[], int], commit: bool = True) -> list[Decision]:
+        """Verify every new batch against the newest version at the time it is verified (`current_version()`:
+        a batch uploaded during a long poll may come from a version published after the poll began).
+        With `commit=False` the processed keys are saved only by `commit()`, so a caller that first stores
+        the accepted samples loses none to a crash in between."""
         self.store.fs.invalidate_cache()
         decisions = []
         for worker in sorted(self.store.list("rollouts")):
@@ -33,8 +38,13 @@ class RolloutInbox:
                 key = f"rollouts/{worker}/{name}"
                 if not name.endswith(".msgpack") or key in self.processed:
                     continue
-                decisions.append(self.verifier.verify(self.store.read_bytes(key), current_version))
+                data = self.store.read_bytes(key)
+                decisions.append(self.verifier.verify(data, current_version()))
                 self.processed.add(key)
-        if decisions and self.state_path:
-            atomic_write_bytes(self.state_path, json.dumps(sorted(self.processed)).encode())
+        if decisions and commit:
+            self.commit()
         return decisions
+
+    def commit(self) -> None:
+        if self.state_path:
+            atomic_write_bytes(self.state_path, json.dumps(sorted(self.processed)).encode())

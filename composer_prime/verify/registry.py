@@ -6,6 +6,7 @@ Saved as JSON (atomic rename) so that bans and counts survive an orchestrator re
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,8 @@ class WorkerRegistry:
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path else None
         self.workers: dict[str, WorkerEntry] = {}
+        # The orchestrator's coordinator thread registers workers while its verifier records and saves.
+        self._lock = threading.RLock()
         if self.path and self.path.is_file():
             for worker_id, raw in json.loads(self.path.read_text()).items():
                 stats = raw.pop("stats")
@@ -51,11 +54,12 @@ class WorkerRegistry:
 
     def register(self, worker_id: str, public_key_hex: str) -> None:
         keys.parse_public_key(public_key_hex)  # refuse a malformed key at registration, not at first batch
-        existing = self.workers.get(worker_id)
-        if existing is not None and existing.public_key != public_key_hex:
-            raise ValueError(f"worker {worker_id!r} is already registered with another key")
-        self.workers.setdefault(worker_id, WorkerEntry(public_key=public_key_hex))
-        self.save()
+        with self._lock:
+            existing = self.workers.get(worker_id)
+            if existing is not None and existing.public_key != public_key_hex:
+                raise ValueError(f"worker {worker_id!r} is already registered with another key")
+            self.workers.setdefault(worker_id, WorkerEntry(public_key=public_key_hex))
+            self.save()
 
     def public_key(self, worker_id: str) -> Ed25519PublicKey | None:
         entry = self.workers.get(worker_id)
@@ -68,14 +72,16 @@ class WorkerRegistry:
 
     def summary(self) -> dict[str, dict]:
         """Per worker: counts, failure rate, ban state (for metrics.jsonl)."""
-        return {w: {**_stats_dict(e.stats), "failure_rate": e.stats.failure_rate, "banned": e.banned}
-                for w, e in self.workers.items()}
+        with self._lock:
+            return {w: {**_stats_dict(e.stats), "failure_rate": e.stats.failure_rate, "banned": e.banned}
+                    for w, e in self.workers.items()}
 
     def save(self) -> None:
         if self.path is not None:
-            data = {w: {"public_key": e.public_key, "banned": e.banned, "ban_reason": e.ban_reason,
-                        "stats": _stats_dict(e.stats)} for w, e in self.workers.items()}
-            atomic_write_bytes(self.path, json.dumps(data, indent=1).encode())
+            with self._lock:
+                data = {w: {"public_key": e.public_key, "banned": e.banned, "ban_reason": e.ban_reason,
+                            "stats": _stats_dict(e.stats)} for w, e in self.workers.items()}
+                atomic_write_bytes(self.path, json.dumps(data, indent=1).encode())
 
 
 def _stats_dict(stats: WorkerStats) -> dict:

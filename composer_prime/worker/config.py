@@ -31,6 +31,11 @@ class WorkerConfig(BaseConfig):
     use_store_for_weights: Annotated[
         bool, Field(description="Also pull weight shards straight from the run's object store (besides its servers).")
     ] = True
+    max_batches_per_version: Annotated[
+        int | None,
+        Field(ge=1, description="Upload at most this many batches per weight version, then wait for the next one "
+                                "(bounds work on versions the run will find too old); None: no limit."),
+    ] = None
     max_batches: Annotated[int | None, Field(ge=1, description="Stop after uploading this many batches; None: run until stopped.")] = None
     heartbeat_s: Annotated[float, Field(gt=0, description="Seconds between heartbeats.")] = 10.0
     retry_s: Annotated[float, Field(gt=0, description="First back-off after a failed request (doubles up to 60 s).")] = 1.0

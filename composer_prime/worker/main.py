@@ -33,7 +33,14 @@ from composer_prime.verify.messages import RolloutBatch, RolloutSample
 from composer_prime.verify.signing import signed_bytes
 from composer_prime.worker.config import WorkerConfig
 from composer_prime.worker.journal import Journal
-from composer_prime.worker.protocol import Heartbeat, HeartbeatResponse, JoinRequest, JoinResponse, heartbeat_message, rollout_key
+from composer_prime.worker.protocol import (
+    Heartbeat,
+    HeartbeatResponse,
+    JoinRequest,
+    JoinResponse,
+    heartbeat_message,
+    rollout_key,
+)
 
 logger = logging.getLogger("composer_prime.worker")
 T = TypeVar("T")
@@ -96,6 +103,12 @@ class Worker:
                 logger.warning("heartbeat failed: %s", exc)
             await asyncio.sleep(self.config.heartbeat_s)
 
+    @staticmethod
+    def _log_corrupt(report) -> None:
+        for index, source in report.corrupt:
+            logger.warning("weights v%d: shard %d from %s failed its hash; fetched again elsewhere",
+                           report.version, index, source)
+
     async def upload(self, store: Store, batch_id: str, data: bytes) -> None:
         key = rollout_key(self.config.worker_id, batch_id)
         await retry(f"upload {batch_id}", lambda: asyncio.to_thread(store.write_bytes, key, data), self.config.retry_s)
@@ -118,6 +131,7 @@ class Worker:
             make_sources(info.broadcast_servers, broadcast_store if self.config.use_store_for_weights else None),
             keys.parse_public_key(info.run_public_key), self.config.state_dir / "broadcasts")
         report = await retry("weights", lambda: asyncio.to_thread(client.fetch, None), self.config.retry_s)
+        self._log_corrupt(report)
         self.version = report.version
         logger.info("weights v%d ready at %s", report.version, report.path)
         backend = make_backend(InferenceConfig(
@@ -129,6 +143,7 @@ class Worker:
         beats = asyncio.create_task(self.heartbeats())
         rng = random.Random(f"{self.config.seed}/{self.config.worker_id}/{self.journal.uploaded_count()}")
         done = 0
+        per_version: dict[int, int] = {}
         try:
             while self.config.max_batches is None or done < self.config.max_batches:
                 if self.banned:
@@ -136,10 +151,15 @@ class Worker:
                 if self.announced > self.version:
                     try:
                         report = await asyncio.to_thread(client.fetch, self.announced)
+                        self._log_corrupt(report)
                         await backend.load_weights(str(report.path), report.version)
                         self.version = report.version
                     except BroadcastError as exc:
                         logger.warning("could not get version %d yet: %s", self.announced, exc)
+                limit = self.config.max_batches_per_version
+                if limit is not None and per_version.get(self.version, 0) >= limit:
+                    await asyncio.sleep(self.config.heartbeat_s)  # heartbeats announce the next version
+                    continue
                 batch_id = uuid.uuid4().hex
                 samples, version = [], self.version
                 for _ in range(info.prompts_per_batch):
@@ -161,6 +181,7 @@ class Worker:
                 self.journal.add(batch_id, data)
                 await self.upload(store, batch_id, data)
                 done += 1
+                per_version[version] = per_version.get(version, 0) + 1
                 logger.info("uploaded batch %s (%d samples, weights v%d)", batch_id, len(samples), version)
             await self.heartbeat()  # a last beat, so the run sees the final upload count
         finally:

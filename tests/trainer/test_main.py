@@ -73,7 +73,7 @@ def test_killed_run_resumes_bit_exactly(tmp_path, tiny_model_dir, helpers):
             p.kill()
             p.wait()
             p.stdout.close()
-    assert list_versions(crashed) == [1, 2, 3]
+    assert list_versions(crashed) == [0, 1, 2, 3]  # 0: the initial weights, published at the start
     first_v3 = json.loads((version_dir(crashed, 3) / "STABLE").read_text())["time"]
     crash_time = read_metrics(crashed, "trainer")[-1]["time"]
 

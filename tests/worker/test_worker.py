@@ -75,7 +75,7 @@ def test_worker_joins_pulls_samples_uploads_and_resumes_its_journal(tmp_path):
 
     scorer = ModelScorer(lambda version: version_dir)
     verifier = RolloutVerifier(registry, scorer, VerifyConfig(), vocab_size=scorer.model(0).config.vocab_size)
-    decisions = RolloutInbox(Store(str(store_root)), verifier).poll(current_version=0)
+    decisions = RolloutInbox(Store(str(store_root)), verifier).poll(lambda: 0)
     assert len(decisions) == 3 and all(d.ok for d in decisions), [(d.batch_reason, d.rejected) for d in decisions]
     assert sum(len(d.accepted) for d in decisions) == 12  # 3 batches x 2 prompts x 2 samples, 100% accepted
     assert registry.summary()["vol-1"]["samples_accepted"] == 12

@@ -1,0 +1,109 @@
+"""A malicious volunteer, for tests only: joins a run with the real protocol, then uploads signed batches
+that must all be rejected, cycling through four attacks:
+
+  fabricated-logprobs  real samples whose log-probs claim near-certainty (-0.01 per token)
+  stale-version        real samples claiming a weight version far behind the current one
+  altered-tokens       real log-probs, completion tokens replaced by random ones
+  forged-signature     a batch claiming an honest worker's id, signed with this worker's key
+
+    python tests/worker/malicious.py --run-url URL --join-token T --worker-id ID --victim HONEST_ID \
+        --model DIR --state-dir DIR [--batches N]
+
+Writes `<state-dir>/sent.json`: samples uploaded per attack, for the test to compare with what the run accepted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import uuid
+from pathlib import Path
+
+import httpx
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from composer_prime.broadcast import keys
+from composer_prime.broadcast.store import Store
+from composer_prime.orchestrator.config import EnvConfig
+from composer_prime.orchestrator.envs import load_environment
+from composer_prime.verify.messages import RolloutBatch, RolloutSample
+from composer_prime.verify.signing import signed_bytes
+from composer_prime.worker.protocol import JoinRequest, JoinResponse, rollout_key
+
+ATTACKS = ("fabricated-logprobs", "stale-version", "altered-tokens", "forged-signature")
+
+
+def join(http: httpx.Client, args, key) -> JoinResponse | None:
+    """The run's current state; None once the run has banned this worker."""
+    request = JoinRequest(join_token=args.join_token, worker_id=args.worker_id, public_key=keys.public_hex(key))
+    response = http.post("/join", json=request.model_dump())
+    if response.status_code == 403:
+        return None
+    response.raise_for_status()
+    return JoinResponse.model_validate(response.json())
+
+
+@torch.no_grad()
+def sample(model, tokenizer, prompt: list[int], n: int, max_tokens: int, temperature: float) -> list[tuple[list[int], list[float]]]:
+    """n completions of `prompt` with their true log-probs under `model`."""
+    ids = torch.tensor([prompt] * n)
+    out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=temperature,
+                         max_new_tokens=max_tokens, pad_token_id=tokenizer.pad_token_id)
+    result = []
+    for row in out[:, len(prompt):].tolist():
+        completion = row[: row.index(tokenizer.eos_token_id) + 1] if tokenizer.eos_token_id in row else row
+        full = torch.tensor([prompt + completion])
+        logits = model(full).logits[0, len(prompt) - 1:-1] / temperature
+        logprobs = logits.log_softmax(-1).gather(1, full[0, len(prompt):, None]).squeeze(1).tolist()
+        result.append((completion, logprobs))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    for flag in ("--run-url", "--join-token", "--worker-id", "--victim", "--model", "--state-dir"):
+        parser.add_argument(flag, required=True)
+    parser.add_argument("--batches", type=int, default=8)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    state = Path(args.state_dir)
+    state.mkdir(parents=True, exist_ok=True)
+    key = keys.load_or_create_private_key(state / "worker.key")
+    http = httpx.Client(base_url=args.run_url, timeout=30)
+    info = join(http, args, key)
+    store = Store(info.store_url, info.store_endpoint_url)
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    examples = load_environment(EnvConfig(id=info.env_id)).examples("train")
+    rng = random.Random(0)
+    sent = {attack: 0 for attack in ATTACKS}
+    version = info.current_version
+    for index in range(args.batches):
+        attack = ATTACKS[index % len(ATTACKS)]
+        version = (fresh.current_version if (fresh := join(http, args, key)) else version)
+        samples = []
+        for _ in range(info.prompts_per_batch):
+            example_id = rng.randrange(len(examples))
+            prompt = list(tokenizer.apply_chat_template(examples[example_id].prompt, add_generation_prompt=True,
+                                                        tokenize=True))
+            for completion, logprobs in sample(model, tokenizer, prompt, info.samples_per_prompt, info.max_tokens,
+                                               info.temperature):
+                if attack == "fabricated-logprobs":
+                    logprobs = [-0.01] * len(completion)
+                elif attack == "altered-tokens":
+                    completion = [rng.randrange(3, model.config.vocab_size) for _ in completion]
+                samples.append(RolloutSample(prompt_ids=prompt, completion_ids=completion, logprobs=logprobs,
+                                             reward=1.0, example_id=example_id))
+        claimed = args.victim if attack == "forged-signature" else args.worker_id
+        batch = RolloutBatch(worker_id=claimed, batch_id=uuid.uuid4().hex,
+                             weight_version=version - 10 if attack == "stale-version" else version,
+                             temperature=info.temperature, samples=samples)
+        store.write_bytes(rollout_key(claimed, batch.batch_id), signed_bytes(batch, key))
+        sent[attack] += len(samples)
+        (state / "sent.json").write_text(json.dumps(sent))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,7 @@
 """VOI gating on a real trace with local teachers: teacher calls cut and pairs kept, ungated baseline in the same run.
 
     uv run python benchmarks/replay_voi.py [--steps 50] [--seed 0] [--top-fraction 0.4] [--threshold H]
+        [--student DIR --teachers DIR DIR DIR]
 
 Setup (all on 127.0.0.1, nothing downloaded): four different local tiny models, each served by our
 inference server: the committed quickstart warm start and three copies with seeded Gaussian weight
@@ -44,13 +45,19 @@ def main() -> None:
     parser.add_argument("--top-fraction", type=float, default=None)
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--aggregate", choices=["mean", "max"], default=None)
+    parser.add_argument("--student", type=Path, default=None,
+                        help="a model directory as the student instead of a perturbed warm start")
+    parser.add_argument("--teachers", type=Path, nargs=3, default=None,
+                        help="three model directories as teachers (e.g. RL checkpoints better than the student)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="replay-voi-"))
     start = time.monotonic()
-    models = {"student": model_variant(root / "student", args.noise, seed=100 + args.seed),
+    models = {"student": args.student or model_variant(root / "student", args.noise, seed=100 + args.seed),
               "alpha": model_variant(root / "alpha"),
               "beta": model_variant(root / "beta", args.noise, seed=1),
               "gamma": model_variant(root / "gamma", args.noise, seed=2)}
+    if args.teachers:
+        models |= dict(zip(("alpha", "beta", "gamma"), args.teachers))
     servers = {name: inference_server(path) for name, path in models.items()}
     try:
         trace = student_trace(servers["student"].url, root / "trace", n=args.steps, seed=args.seed,

@@ -97,7 +97,7 @@ class LocalRun:
             "advantage": {"std_normalize": True}, "log": {"progress": False}, "source": "workers",
             "workers": {"port": self.coordinator_port, "join_token": TOKEN, "run_public_key": keys.public_hex(self.run_key),
                         "store": self.store, "broadcast_servers": [self.relay, self.origin], "prompts_per_batch": 4,
-                        "poll_s": 0.3, "verify": {"max_staleness": 3, "ban_min_samples": 16}},
+                        "poll_s": 0.3, "verify": {"max_staleness": 3, "ban_min_samples": 96}},
         }))])
 
     def start_worker(self, name: str, seed: int = 0) -> Child:

@@ -61,6 +61,9 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
     assert all(sent.values()), sent  # every attack was tried
     assert workers["mallory"]["stats"]["samples_accepted"] <= 0.01 * sum(sent.values()), (workers["mallory"], sent)
     assert workers["mallory"]["banned"]
+    # Before the ban (after 96 samples) each attack met its own check; the forged batch never counts against anyone.
+    assert workers["mallory"]["stats"]["reasons"].keys() >= {"logprob-mismatch", "stale"}, workers["mallory"]
+    assert workers["honest-1"]["stats"]["reasons"] == {}
     # The corrupted relay shards were caught by hash and fetched again.
     logs = tmp_path / "logs"
     assert "failed its hash; fetched again elsewhere" in "".join(

@@ -120,12 +120,15 @@ def train(config: TrainerConfig, world: World) -> None:
         channels.preference.prepare_reference(model, world.device, write=world.is_main)
     config_json = model.config.to_json_string()
     assets_dir = Path(config.model.path) if Path(config.model.path).is_dir() else None
-    if config.publish_weights and start == 0 and not list_versions(config.output_dir):
-        # Version 0, the initial weights: what volunteer workers pull and verifiers trust before any step.
-        state = full_model_state_dict(model, world)
+
+    def publish(version: int) -> None:
+        state = full_model_state_dict(model, world)  # a collective: every rank takes part
         if world.is_main:
-            publish_weights(config.output_dir, 0, state, config_json, assets_dir)
-        del state
+            publish_weights(config.output_dir, version, state, config_json, assets_dir)
+            prune_versions(config.output_dir, config.keep_weight_versions)
+
+    if config.publish_weights and start == 0 and not list_versions(config.output_dir):
+        publish(0)  # the initial weights: what volunteer workers pull and verifiers trust before any step
 
     site = TrainerSite(config.diloco, model, optimizer) if config.diloco is not None else None
     if site is not None and start and (state := ckpt.load_diloco(ckpt.checkpoint_dir(config.output_dir, start))):
@@ -165,11 +168,7 @@ def train(config: TrainerConfig, world: World) -> None:
                 if step % config.ckpt.interval == 0:
                     _checkpoint(config, step, model, optimizer, world, site)
                 if config.publish_weights:
-                    state = full_model_state_dict(model, world)
-                    if world.is_main:
-                        publish_weights(config.output_dir, step, state, config_json, assets_dir)
-                        prune_versions(config.output_dir, config.keep_weight_versions)
-                    del state
+                    publish(step)
                 step_s = time.perf_counter() - t0 + idle_s
 
                 if metrics is not None:

@@ -22,13 +22,14 @@ from pathlib import Path
 
 import httpx
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoTokenizer
 
 from composer_prime.broadcast import keys
 from composer_prime.broadcast.store import Store
 from composer_prime.orchestrator.config import EnvConfig
 from composer_prime.orchestrator.envs import load_environment
 from composer_prime.verify.messages import RolloutBatch, RolloutSample
+from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.signing import signed_bytes
 from composer_prime.worker.protocol import JoinRequest, JoinResponse, rollout_key
 
@@ -46,18 +47,16 @@ def join(http: httpx.Client, args, key) -> JoinResponse | None:
 
 
 @torch.no_grad()
-def sample(model, tokenizer, prompt: list[int], n: int, max_tokens: int, temperature: float) -> list[tuple[list[int], list[float]]]:
-    """n completions of `prompt` with their true log-probs under `model`."""
+def sample(scorer: ModelScorer, tokenizer, prompt: list[int], n: int, max_tokens: int, temperature: float
+           ) -> list[tuple[list[int], list[float]]]:
+    """n completions of `prompt` with their true log-probs, computed as the verifier computes them."""
     ids = torch.tensor([prompt] * n)
-    out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=temperature,
-                         max_new_tokens=max_tokens, pad_token_id=tokenizer.pad_token_id)
+    out = scorer.model(0).generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=temperature,
+                                   max_new_tokens=max_tokens, pad_token_id=tokenizer.pad_token_id)
     result = []
     for row in out[:, len(prompt):].tolist():
         completion = row[: row.index(tokenizer.eos_token_id) + 1] if tokenizer.eos_token_id in row else row
-        full = torch.tensor([prompt + completion])
-        logits = model(full).logits[0, len(prompt) - 1:-1] / temperature
-        logprobs = logits.log_softmax(-1).gather(1, full[0, len(prompt):, None]).squeeze(1).tolist()
-        result.append((completion, logprobs))
+        result.append((completion, scorer.logprobs(0, prompt, completion, temperature)))
     return result
 
 
@@ -74,7 +73,7 @@ def main() -> None:
     http = httpx.Client(base_url=args.run_url, timeout=30)
     info = join(http, args, key)
     store = Store(info.store_url, info.store_endpoint_url)
-    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32).eval()
+    scorer = ModelScorer(lambda _version: Path(args.model))  # one model: the weights it was given
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     examples = load_environment(EnvConfig(id=info.env_id)).examples("train")
     rng = random.Random(0)
@@ -88,12 +87,12 @@ def main() -> None:
             example_id = rng.randrange(len(examples))
             prompt = list(tokenizer.apply_chat_template(examples[example_id].prompt, add_generation_prompt=True,
                                                         tokenize=True))
-            for completion, logprobs in sample(model, tokenizer, prompt, info.samples_per_prompt, info.max_tokens,
+            for completion, logprobs in sample(scorer, tokenizer, prompt, info.samples_per_prompt, info.max_tokens,
                                                info.temperature):
                 if attack == "fabricated-logprobs":
                     logprobs = [-0.01] * len(completion)
                 elif attack == "altered-tokens":
-                    completion = [rng.randrange(3, model.config.vocab_size) for _ in completion]
+                    completion = [rng.randrange(3, scorer.model(0).config.vocab_size) for _ in completion]
                 samples.append(RolloutSample(prompt_ids=prompt, completion_ids=completion, logprobs=logprobs,
                                              reward=1.0, example_id=example_id))
         claimed = args.victim if attack == "forged-signature" else args.worker_id

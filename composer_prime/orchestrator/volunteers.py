@@ -29,6 +29,7 @@ from transformers import AutoConfig, PreTrainedTokenizerBase
 
 from composer_prime.broadcast import keys
 from composer_prime.broadcast.store import Store
+from composer_prime.errors import UserError
 from composer_prime.orchestrator.advantage import compute_advantages
 from composer_prime.orchestrator.config import OrchestratorConfig
 from composer_prime.orchestrator.packing import Sample, pack_step
@@ -157,7 +158,11 @@ class VolunteerSource:
         cfg = self.config
         counts: dict[str, float] = defaultdict(float)
         start = time.monotonic()
-        while self.current_version() < step - 1 - cfg.async_level:
+        needed = step - 1 - cfg.async_level
+        while self.current_version() < needed:
+            if time.monotonic() - start > cfg.weight_timeout_s:
+                raise UserError(f"waited {cfg.weight_timeout_s:.0f}s for weight version {needed} to be published "
+                                f"in {self.weights_dir}: is the lead trainer running?")
             await asyncio.sleep(cfg.weight_poll_s)
         counts["time/wait_weights_s"] = time.monotonic() - start
         while True:

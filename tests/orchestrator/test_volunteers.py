@@ -1,11 +1,18 @@
 """Volunteer rollouts into steps: grouping a verified batch, the off-policy rule, the config's guard rails.
 (The whole path with real processes is tests/e2e/test_decentralised.py.)"""
 
+import asyncio
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
+from transformers import AutoTokenizer
 
+from composer_prime.broadcast import keys
+from composer_prime.errors import UserError
 from composer_prime.orchestrator.config import OrchestratorConfig
-from composer_prime.orchestrator.volunteers import PendingGroup, groups_of, take_groups
+from composer_prime.orchestrator.volunteers import PendingGroup, VolunteerSource, groups_of, take_groups
+from composer_prime.utils.metrics import MetricsLogger
 from composer_prime.verify.messages import RolloutSample
 from composer_prime.verify.verifier import Decision
 
@@ -47,3 +54,17 @@ def test_workers_source_needs_its_section_and_refuses_eval_and_hints():
     with pytest.raises(ValidationError, match="eval.num_examples = 0 and hints.enabled = false"):
         OrchestratorConfig(source="workers", workers=workers)
     OrchestratorConfig(source="workers", workers=workers, eval={"num_examples": 0})
+
+
+def test_waiting_for_weights_that_never_come_ends_in_a_one_line_error(tmp_path):
+    warmstart = Path(__file__).resolve().parents[2] / "configs" / "quickstart" / "warmstart"
+    run_key = keys.load_or_create_private_key(tmp_path / "run.key")
+    config = OrchestratorConfig(
+        model={"path": str(warmstart)}, output_dir=tmp_path / "run", source="workers", eval={"num_examples": 0},
+        weight_poll_s=0.05, weight_timeout_s=0.3, async_level=1,
+        workers={"join_token": "long-enough", "run_public_key": keys.public_hex(run_key),
+                 "store": {"url": str(tmp_path / "store")}})
+    source = VolunteerSource(config, AutoTokenizer.from_pretrained(warmstart), MetricsLogger(tmp_path / "run", "orchestrator"))
+    # Step 3 needs version 1; no trainer publishes anything.
+    with pytest.raises(UserError, match="waited .* for weight version 1 to be published .*is the lead trainer running"):
+        asyncio.run(source.collect_step(3))

@@ -125,7 +125,8 @@ class VolunteerSource:
             store_url=workers.store.url, store_endpoint_url=workers.store.endpoint_url, env_id=cfg.env.id,
             temperature=cfg.sampling.temperature, max_tokens=cfg.sampling.max_tokens,
             samples_per_prompt=cfg.group_size, prompts_per_batch=workers.prompts_per_batch,
-            current_version=self.current_version())
+            current_version=self.current_version(),
+            proofs=workers.verify.toploc.spec() if workers.verify.toploc is not None else None)
 
     def save_pool(self) -> None:
         atomic_write_bytes(self.pool_path, msgspec.msgpack.encode(self.pool))

@@ -19,6 +19,8 @@ class RolloutSample(msgspec.Struct, frozen=True):
     reward: float = 0.0
     example_id: int = -1
     """Which prompt of the environment this answers (for grouping into advantages)."""
+    proofs: list[bytes] = []
+    """TOPLOC proofs of prompt + completion (verify/toploc.py); empty unless the run asks for them."""
 
 
 class RolloutBatch(msgspec.Struct, frozen=True):

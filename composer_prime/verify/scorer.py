@@ -22,6 +22,9 @@ class Scorer:
     def logprobs(self, version: int, prompt_ids: list[int], completion_ids: list[int], temperature: float) -> list[float]:
         raise NotImplementedError
 
+    def hidden_states(self, version: int, token_ids: list[int]) -> torch.Tensor:
+        raise NotImplementedError
+
 
 class ModelScorer(Scorer):
     """`resolve(version)` gives the directory of that version's trusted weights; the newest `keep` stay loaded."""
@@ -49,6 +52,12 @@ class ModelScorer(Scorer):
         logits = self.model(version)(ids).logits[0, len(prompt_ids) - 1:-1].float()
         scaled = logits / (temperature if temperature > 0 else 1.0)
         return scaled.log_softmax(-1).gather(1, ids[0, len(prompt_ids):, None]).squeeze(1).tolist()
+
+    @torch.no_grad()
+    def hidden_states(self, version: int, token_ids: list[int]) -> torch.Tensor:
+        """The last hidden states (the LM head's input), [len(token_ids), d]: what TOPLOC proofs commit to."""
+        ids = torch.tensor([token_ids], device=self.device)
+        return self.model(version)(ids, output_hidden_states=True).hidden_states[-1][0]
 
 
 class ServerScorer(Scorer):

@@ -10,6 +10,9 @@ A batch is taken apart in this order, cheapest check first:
      `check_fraction` of samples, the submitted log-probs agree with the trusted recomputation
      (mean |diff| <= logprob_mean_tolerance and max |diff| <= logprob_max_tolerance)
                                                      else `malformed-sample` / `logprob-mismatch`
+  7. with `toploc` set: every sample carries its TOPLOC proofs, and for `toploc.check_fraction` of
+     them the proofs match the trusted weights' hidden states (verify/toploc.py)
+                                                     else `toploc-missing` / `toploc-mismatch`
 Fabricated log-probs and altered tokens both show up at step 6: the submitted numbers no longer
 match what the trusted weights give for the submitted tokens.
 
@@ -32,9 +35,11 @@ from pydantic import Field
 from pydantic_config import BaseConfig
 
 from composer_prime.broadcast import keys
+from composer_prime.errors import UserError
 from composer_prime.verify.messages import ROLLOUT_SCHEMA, RolloutSample, decode_batch, decode_signed
 from composer_prime.verify.registry import WorkerRegistry
 from composer_prime.verify.scorer import Scorer
+from composer_prime.verify.toploc import ToplocConfig, proof_mismatch, require_toploc
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +60,9 @@ class VerifyConfig(BaseConfig):
     ban_failure_rate: Annotated[float, Field(gt=0, le=1, description="Ban a worker whose rejected-sample rate exceeds this.")] = 0.2
     ban_min_samples: Annotated[int, Field(ge=1, description="... once it submitted at least this many samples.")] = 16
     secret: Annotated[str, Field(description="Seeds which samples are checked; keep it from workers.")] = "change-me"
+    toploc: Annotated[
+        ToplocConfig | None, Field(description="Require TOPLOC proofs with every sample (optional extra 'toploc').")
+    ] = None
 
 
 @dataclass
@@ -81,6 +89,10 @@ class RolloutVerifier:
         self.vocab_size = vocab_size
         self.seen: set[tuple[str, str]] = set()
         self.forged = 0
+        if config.toploc is not None:
+            require_toploc()
+            if type(scorer).hidden_states is Scorer.hidden_states:
+                raise UserError(f"TOPLOC checks need hidden states, which {type(scorer).__name__} cannot give")
 
     def verify(self, data: bytes, current_version: int) -> Decision:
         try:
@@ -130,12 +142,22 @@ class RolloutVerifier:
                 or any(not 0 <= t < self.vocab_size for t in sample.prompt_ids + sample.completion_ids)
                 or any(not math.isfinite(lp) or lp > 1e-6 for lp in sample.logprobs)):
             return "malformed-sample"
-        if rng.random() >= self.config.check_fraction:
-            return None
-        trusted = self.scorer.logprobs(version, sample.prompt_ids, sample.completion_ids, temperature)
-        diffs = [abs(a - b) for a, b in zip(sample.logprobs, trusted)]
-        if sum(diffs) / n > self.config.logprob_mean_tolerance or max(diffs) > self.config.logprob_max_tolerance:
-            return "logprob-mismatch"
+        toploc = self.config.toploc
+        if toploc is not None and not sample.proofs:
+            return "toploc-missing"
+        # Both draws happen for every sample, so which samples get which check stays unpredictable.
+        check_logprobs = rng.random() < self.config.check_fraction
+        check_proofs = toploc is not None and rng.random() < toploc.check_fraction
+        if check_logprobs:
+            trusted = self.scorer.logprobs(version, sample.prompt_ids, sample.completion_ids, temperature)
+            diffs = [abs(a - b) for a, b in zip(sample.logprobs, trusted)]
+            if sum(diffs) / n > self.config.logprob_mean_tolerance or max(diffs) > self.config.logprob_max_tolerance:
+                return "logprob-mismatch"
+        if check_proofs:
+            hidden = self.scorer.hidden_states(version, sample.prompt_ids + sample.completion_ids)
+            if (why := proof_mismatch(hidden, len(sample.prompt_ids), sample.proofs, toploc)) is not None:
+                logger.info("TOPLOC proof of a sample failed: %s", why)
+                return "toploc-mismatch"
         return None
 
     def _refuse(self, decision: Decision, reason: str, samples: int) -> Decision:

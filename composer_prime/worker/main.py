@@ -2,7 +2,7 @@
 
   join (token) -> pull the newest verified weight version -> loop:
       sample `prompts_per_batch` prompts x `samples_per_prompt` completions, score them with the
-      environment, sign the batch, journal it, upload it to `rollouts/<worker_id>/<batch_id>.msgpack`;
+      environment (and attach TOPLOC proofs when the run asks for them), sign the batch, journal it, upload it to `rollouts/<worker_id>/<batch_id>.msgpack`;
       pick up newer weight versions that heartbeats announce.
 
 Disconnects: every request to the coordinator, the servers and the store is retried with
@@ -29,8 +29,11 @@ from composer_prime.cli import run_cli
 from composer_prime.config import ModelConfig
 from composer_prime.errors import UserError
 from composer_prime.inference.protocol import GenerateRequest
+from composer_prime.model.load import resolve_device
 from composer_prime.verify.messages import RolloutBatch, RolloutSample
+from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.signing import signed_bytes
+from composer_prime.verify.toploc import build_proofs, require_toploc
 from composer_prime.worker.config import WorkerConfig
 from composer_prime.worker.journal import Journal
 from composer_prime.worker.protocol import (
@@ -138,6 +141,13 @@ class Worker:
             model=ModelConfig(path=str(report.path), dtype=self.config.dtype, device=self.config.device),
             backend=self.config.backend, seed=self.config.seed))
         tokenizer = AutoTokenizer.from_pretrained(report.path)
+        paths = {report.version: report.path}
+        prover = None
+        if info.proofs is not None:
+            require_toploc()
+            # Proofs come from a float32 forward of the sampled tokens, as the verifier computes them.
+            device = resolve_device(ModelConfig(path=str(report.path), device=self.config.device))
+            prover = ModelScorer(lambda version: paths[version], keep=1, device=str(device))
         env = load_environment(EnvConfig(id=info.env_id))
         examples = env.examples("train")
         beats = asyncio.create_task(self.heartbeats())
@@ -154,6 +164,7 @@ class Worker:
                         self._log_corrupt(report)
                         await backend.load_weights(str(report.path), report.version)
                         self.version = report.version
+                        paths[report.version] = report.path
                     except BroadcastError as exc:
                         logger.warning("could not get version %d yet: %s", self.announced, exc)
                 limit = self.config.max_batches_per_version
@@ -173,8 +184,13 @@ class Worker:
                     for completion in response.completions:
                         text = tokenizer.decode(completion.token_ids, skip_special_tokens=True)
                         score = await env.score(example, text)
+                        proofs = []
+                        if prover is not None:
+                            hidden = await asyncio.to_thread(prover.hidden_states, version, prompt + completion.token_ids)
+                            proofs = build_proofs(hidden, len(prompt), info.proofs)
                         samples.append(RolloutSample(prompt_ids=prompt, completion_ids=completion.token_ids,
-                                                     logprobs=completion.logprobs, reward=score.reward, example_id=index))
+                                                     logprobs=completion.logprobs, reward=score.reward, example_id=index,
+                                                     proofs=proofs))
                 batch = RolloutBatch(worker_id=self.config.worker_id, batch_id=batch_id, weight_version=version,
                                      temperature=info.temperature, samples=samples)
                 data = signed_bytes(batch, self.key)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from composer_prime.verify.toploc import ProofSpec
+
 PROTOCOL_VERSION = 1
 
 
@@ -26,6 +28,7 @@ class JoinResponse(BaseModel):
     samples_per_prompt: int
     prompts_per_batch: int
     current_version: int
+    proofs: ProofSpec | None = Field(default=None, description="Attach TOPLOC proofs built this way to every sample.")
 
 
 class Heartbeat(BaseModel):

@@ -5,6 +5,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -20,6 +23,7 @@ from composer_prime.utils.serve import ServedApp
 from composer_prime.verify.inbox import RolloutInbox
 from composer_prime.verify.registry import WorkerRegistry
 from composer_prime.verify.scorer import ModelScorer
+from composer_prime.verify.toploc import ProofSpec, ToplocConfig, num_proofs
 from composer_prime.verify.verifier import RolloutVerifier, VerifyConfig
 from composer_prime.weights import publish_weights
 from composer_prime.worker.coordinator import create_coordinator_app
@@ -31,7 +35,31 @@ WARMSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart" / "wa
 
 
 
-def test_worker_joins_pulls_samples_uploads_and_resumes_its_journal(tmp_path):
+@dataclass
+class Run:
+    root: Path
+    version_dir: Path
+    store_root: Path
+    registry: WorkerRegistry
+    coordinator: ServedApp
+
+    def worker(self, **overrides) -> subprocess.CompletedProcess:
+        config = {"run_url": self.coordinator.url, "join_token": "s3cret", "worker_id": "vol-1",
+                  "state_dir": str(self.root / "worker"), "max_batches": 2, "heartbeat_s": 0.5, "num_threads": 1}
+        cfg = self.root / "worker.toml"
+        cfg.write_text(tomli_w.dumps({**config, **overrides}))
+        return subprocess.run([sys.executable, "-m", "composer_prime.worker.main", "@", str(cfg)], capture_output=True,
+                              text=True, timeout=300)
+
+    def verify(self, config: VerifyConfig) -> list:
+        scorer = ModelScorer(lambda version: self.version_dir)
+        verifier = RolloutVerifier(self.registry, scorer, config, vocab_size=scorer.model(0).config.vocab_size)
+        return RolloutInbox(Store(str(self.store_root)), verifier).poll(lambda: 0)
+
+
+@contextmanager
+def run(tmp_path: Path, proofs: ProofSpec | None = None) -> Iterator[Run]:
+    """Version 0 of the warm start published to a store, its origin, and a coordinator on 127.0.0.1."""
     run_key = keys.generate_key()
     version_dir = publish_weights(tmp_path / "trainer", 0, load_file(str(WARMSTART / "model.safetensors")),
                                   (WARMSTART / "config.json").read_text(), assets_dir=WARMSTART)
@@ -41,41 +69,48 @@ def test_worker_joins_pulls_samples_uploads_and_resumes_its_journal(tmp_path):
     origin = ServedApp(create_origin_app(Store(str(store_root / "broadcasts")))).start()
     info = JoinResponse(run_id="t", run_public_key=keys.public_hex(run_key), broadcast_servers=[origin.url],
                         store_url=str(store_root), env_id="reverse-text", temperature=1.0, max_tokens=16,
-                        samples_per_prompt=2, prompts_per_batch=2, current_version=0)
+                        samples_per_prompt=2, prompts_per_batch=2, current_version=0, proofs=proofs)
     coordinator = ServedApp(create_coordinator_app(registry, "s3cret", lambda: info, lambda: 0)).start()
-    config = {"run_url": coordinator.url, "join_token": "s3cret", "worker_id": "vol-1",
-              "state_dir": str(tmp_path / "worker"), "max_batches": 2, "heartbeat_s": 0.5, "num_threads": 1}
-    cfg = tmp_path / "worker.toml"
-    argv = [sys.executable, "-m", "composer_prime.worker.main", "@", str(cfg)]
     try:
-        cfg.write_text(tomli_w.dumps({**config, "join_token": "wrong"}))
-        refused = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        yield Run(tmp_path, version_dir, store_root, registry, coordinator)
+    finally:
+        coordinator.stop()
+        origin.stop()
+
+
+def test_worker_joins_pulls_samples_uploads_and_resumes_its_journal(tmp_path):
+    with run(tmp_path) as r:
+        refused = r.worker(join_token="wrong")
         assert refused.returncode == 2 and "bad join token" in refused.stderr.strip().splitlines()[-1]
 
-        cfg.write_text(tomli_w.dumps(config))
-        first = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        first = r.worker()
         assert first.returncode == 0, first.stderr[-2000:]
-        workers = httpx.get(f"{coordinator.url}/workers").json()
+        workers = httpx.get(f"{r.coordinator.url}/workers").json()
         assert workers["vol-1"]["last_heartbeat"]["batches_uploaded"] == 2
         assert (tmp_path / "worker" / "broadcasts" / "step_0" / "STABLE").is_file()  # verified weights installed
 
         # A crash between journaling and upload confirmation: the batch is pending again at restart.
         uploaded = sorted((tmp_path / "worker" / "journal" / "uploaded").iterdir())
         shutil.move(str(uploaded[0]), tmp_path / "worker" / "journal" / "pending" / uploaded[0].name)
-        cfg.write_text(tomli_w.dumps({**config, "max_batches": 1}))
-        second = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        second = r.worker(max_batches=1)
         assert second.returncode == 0, second.stderr[-2000:]
-    finally:
-        coordinator.stop()
-        origin.stop()
 
-    assert not list((tmp_path / "worker" / "journal" / "pending").iterdir())
-    keys_in_store = sorted(p.name for p in (store_root / "rollouts" / "vol-1").iterdir())
-    assert len(keys_in_store) == 3  # 2 + 1 new; the re-uploaded one landed on its own key again
+        assert not list((tmp_path / "worker" / "journal" / "pending").iterdir())
+        keys_in_store = sorted(p.name for p in (r.store_root / "rollouts" / "vol-1").iterdir())
+        assert len(keys_in_store) == 3  # 2 + 1 new; the re-uploaded one landed on its own key again
+        decisions = r.verify(VerifyConfig())
+        assert len(decisions) == 3 and all(d.ok for d in decisions), [(d.batch_reason, d.rejected) for d in decisions]
+        assert sum(len(d.accepted) for d in decisions) == 12  # 3 batches x 2 prompts x 2 samples, 100% accepted
+        assert r.registry.summary()["vol-1"]["samples_accepted"] == 12
 
-    scorer = ModelScorer(lambda version: version_dir)
-    verifier = RolloutVerifier(registry, scorer, VerifyConfig(), vocab_size=scorer.model(0).config.vocab_size)
-    decisions = RolloutInbox(Store(str(store_root)), verifier).poll(lambda: 0)
-    assert len(decisions) == 3 and all(d.ok for d in decisions), [(d.batch_reason, d.rejected) for d in decisions]
-    assert sum(len(d.accepted) for d in decisions) == 12  # 3 batches x 2 prompts x 2 samples, 100% accepted
-    assert registry.summary()["vol-1"]["samples_accepted"] == 12
+
+def test_worker_attaches_toploc_proofs_the_verifier_accepts_when_the_run_asks(tmp_path):
+    pytest.importorskip("toploc")
+    toploc = ToplocConfig(decode_batching_size=4)
+    with run(tmp_path, proofs=toploc.spec()) as r:
+        done = r.worker(max_batches=1)
+        assert done.returncode == 0, done.stderr[-2000:]
+        decisions = r.verify(VerifyConfig(toploc=toploc))
+    assert len(decisions) == 1 and decisions[0].ok, (decisions[0].batch_reason, decisions[0].rejected)
+    samples = decisions[0].accepted
+    assert len(samples) == 4 and all(len(s.proofs) == num_proofs(len(s.completion_ids), toploc.spec()) for s in samples)

@@ -45,6 +45,8 @@ def main() -> None:
     parser.add_argument("--top-fraction", type=float, default=None)
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--aggregate", choices=["mean", "max"], default=None)
+    parser.add_argument("--similarity", type=float, default=1.0,
+                        help="agreement.similarity: below 1, answers this close (difflib ratio) count as the same")
     parser.add_argument("--student", type=Path, default=None,
                         help="a model directory as the student instead of a perturbed warm start")
     parser.add_argument("--teachers", type=Path, nargs=3, default=None,
@@ -76,7 +78,7 @@ def main() -> None:
             for server in servers.values():
                 server.app.counts.clear()
             config = ReplayConfig(sources=[{"path": str(trace), "format": "composer-prime"}], teachers=teachers,
-                                  output_dir=str(root / label), progress=False, agreement={"k": 2}, voi=gate)
+                                  output_dir=str(root / label), progress=False, agreement={"k": 2, "similarity": args.similarity}, voi=gate)
             stats = asyncio.run(run(config))
             calls = sum(servers[n].app.counts.total() for n in ("alpha", "beta", "gamma"))
             results[label] = {"calls": calls, "pairs": {p.id for p in read_pairs(root / label / "pairs.jsonl")},
@@ -87,7 +89,7 @@ def main() -> None:
     ungated, gated = results["ungated"], results["gated"]
     kept = len(gated["pairs"] & ungated["pairs"])
     report = {
-        "steps": args.steps, "seed": args.seed, "gate": voi,
+        "steps": args.steps, "seed": args.seed, "similarity": args.similarity, "gate": voi,
         "ungated": {"calls": ungated["calls"], "pairs": len(ungated["pairs"])},
         "gated": {"calls": gated["calls"], "pairs": len(gated["pairs"]),
                   "steps_gated_out": gated["stats"].steps_gated_out},

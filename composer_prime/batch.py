@@ -99,6 +99,16 @@ def batch_path(output_dir: Path, step: int, rank: int) -> Path:
     return Path(output_dir) / "rollouts" / f"step_{step}" / f"rank_{rank}.msgpack"
 
 
+def store_batch_key(step: int, rank: int) -> str:
+    """A rank's batch in a run store (orchestrator.step_store / trainer data.store)."""
+    return f"steps/step_{step}/rank_{rank}.msgpack"
+
+
+def store_complete_key(step: int) -> str:
+    """Written after all of a step's batches: readers take none of them before it exists."""
+    return f"steps/step_{step}/COMPLETE"
+
+
 def write_batch(output_dir: Path, batch: TrainBatch) -> Path:
     path = batch_path(output_dir, batch.step, batch.rank)
     atomic_write_bytes(path, msgspec.msgpack.encode(batch))

@@ -140,6 +140,11 @@ class OrchestratorConfig(BaseConfig):
                           "([orchestrator.workers]), verified before they train."),
     ] = "inference"
     workers: Annotated[WorkersConfig | None, Field(description="Volunteer workers (source = 'workers').")] = None
+    step_store: Annotated[
+        StoreConfig | None,
+        Field(description="Also publish every step to this store (steps/step_<N>/), for trainer sites that do not "
+                          "share output_dir (their data.store)."),
+    ] = None
 
     @model_validator(mode="after")
     def _groups_divide_batch(self) -> OrchestratorConfig:

@@ -35,6 +35,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from transformers import PreTrainedTokenizerBase
 
+from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
 from composer_prime.errors import UserError
 from composer_prime.eval.evaluate import EvalResult, evaluate, held_out_examples
@@ -48,7 +49,7 @@ from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites,
 from composer_prime.orchestrator.multiturn import ToolGroup, tool_rollout_group
 from composer_prime.orchestrator.packing import pack_step
 from composer_prime.orchestrator.rollout import Group, prompt_index, request_seed, rollout_group
-from composer_prime.orchestrator.steps import completed_steps, next_step, saved_metrics, write_step
+from composer_prime.orchestrator.steps import completed_steps, mirror_missing, next_step, saved_metrics, write_step
 from composer_prime.orchestrator.weight_sync import WeightSync
 from composer_prime.traces import write_traces
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
@@ -76,6 +77,7 @@ class Orchestrator:
         self.num_slots = config.batch_size // config.group_size
         self.slots = asyncio.Semaphore(config.max_concurrent)
         self.hint_writer = make_hint_writer(config.hints.writer)
+        self.step_store = Store.from_config(config.step_store) if config.step_store is not None else None
         self.multi_turn = env.multi_turn
         if self.multi_turn and config.eval.num_examples:
             raise UserError(f"environment {env.id} is multi-turn (tools): held-out eval runs single-turn "
@@ -178,7 +180,7 @@ class Orchestrator:
             record["hints/sites"] = len(sites)
             record["hints/tokens"] = num_hint_tokens
         write_traces(cfg.output_dir, step, traces)  # before the step: a complete step always has its traces
-        write_step(cfg.output_dir, step, batches, record)
+        write_step(cfg.output_dir, step, batches, record, self.step_store)
         self.metrics.log(step, record)
         return record
 
@@ -279,6 +281,10 @@ async def orchestrate(config: OrchestratorConfig) -> None:
     tokenizer = load_tokenizer(config.model)
     metrics = MetricsLogger(config.output_dir, "orchestrator", config.log.wandb_project,
                             config.model_dump(mode="json"))
+    if config.step_store is not None:
+        repaired = mirror_missing(Store.from_config(config.step_store), config.output_dir, config.train_world_size)
+        if repaired:
+            logger.info("uploaded steps %s to the step store (published here before a crash, not there)", repaired)
     if config.source == "workers":
         from composer_prime.orchestrator.volunteers import VolunteerSource
 

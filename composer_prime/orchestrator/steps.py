@@ -6,6 +6,10 @@ appear together or not at all. Ranks can therefore never train on halves of two 
 samplings of the same step (which would also give them different micro-batch counts and hang
 their collectives). The saved metrics let a restart log a step that was published but not yet
 logged when the process died, so every step is produced once and logged once.
+
+Trainer sites that do not share this disk read steps from a store (`orchestrator.step_store`):
+each published step's rank files are uploaded, then its COMPLETE marker. A crash between the local
+publish and the upload is repaired at start-up (`mirror_missing`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from composer_prime.batch import TrainBatch, batch_path, write_batch
+from composer_prime.batch import TrainBatch, batch_path, store_batch_key, store_complete_key, write_batch
+from composer_prime.broadcast.store import Store
 from composer_prime.utils.fs import atomic_publish_dir, atomic_write_bytes
 
 METRICS_FILE = "orchestrator_metrics.json"
@@ -27,8 +32,10 @@ def step_dir(output_dir: Path, step: int) -> Path:
     return batch_path(output_dir, step, 0).parent
 
 
-def write_step(output_dir: Path, step: int, batches: list[TrainBatch], metrics: dict[str, Any]) -> Path:
-    """Publish all ranks' batches of `step` and its metrics in one rename; returns the step directory."""
+def write_step(output_dir: Path, step: int, batches: list[TrainBatch], metrics: dict[str, Any],
+               store: Store | None = None) -> Path:
+    """Publish all ranks' batches of `step` and its metrics in one rename, then to `store` if given;
+    returns the step directory."""
     final = step_dir(output_dir, step)
     staging = final.parent / f".staging_step_{step}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -39,7 +46,24 @@ def write_step(output_dir: Path, step: int, batches: list[TrainBatch], metrics: 
     atomic_write_bytes(staged / METRICS_FILE, json.dumps(metrics).encode())
     atomic_publish_dir(staged, final)
     shutil.rmtree(staging, ignore_errors=True)
+    if store is not None:
+        mirror_step(store, output_dir, step, len(batches))
     return final
+
+
+def mirror_step(store: Store, output_dir: Path, step: int, world_size: int) -> None:
+    for rank in range(world_size):
+        store.write_bytes(store_batch_key(step, rank), batch_path(output_dir, step, rank).read_bytes())
+    store.write_bytes(store_complete_key(step), b"")
+
+
+def mirror_missing(store: Store, output_dir: Path, world_size: int) -> list[int]:
+    """Upload the published steps the store lacks (a crash came between the two); returns them."""
+    store.fs.invalidate_cache()
+    missing = [step for step in completed_steps(output_dir, world_size) if not store.exists(store_complete_key(step))]
+    for step in missing:
+        mirror_step(store, output_dir, step, world_size)
+    return missing
 
 
 def completed_steps(output_dir: Path, world_size: int) -> list[int]:

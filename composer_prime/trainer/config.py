@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
+from composer_prime.broadcast.store import StoreConfig
 from composer_prime.config import LogConfig, ModelConfig, NumThreads
 from composer_prime.diloco.config import DiLoCoConfig
 
@@ -104,6 +105,11 @@ class DataConfig(BaseConfig):
     shards: Annotated[
         int, Field(ge=1, description="Sites sharing the orchestrator's steps (its train_world_size = shards x ranks per site).")
     ] = 1
+    store: Annotated[
+        StoreConfig | None,
+        Field(description="Fetch steps from the orchestrator's step_store instead of a shared disk; they are "
+                          "downloaded into dir (a site on another machine)."),
+    ] = None
 
 
 class TrainerConfig(BaseConfig):

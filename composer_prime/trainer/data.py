@@ -9,22 +9,38 @@ from pathlib import Path
 import msgspec
 import torch
 
-from composer_prime.batch import MicroBatch, TrainBatch, batch_path, read_batch
+from composer_prime.batch import MicroBatch, TrainBatch, batch_path, read_batch, store_batch_key, store_complete_key
+from composer_prime.broadcast.store import Store
 from composer_prime.errors import UserError
+from composer_prime.utils.fs import atomic_write_bytes
 
 _POLL_S = 0.05
+_STORE_POLL_S = 0.5  # each look at an object store is a request
+
+
+def fetch_from_store(store: Store, output_dir: Path, step: int, rank: int) -> bool:
+    """Download this rank's batch of `step` into `output_dir` once the step is complete in the store."""
+    store.fs.invalidate_cache()  # s3fs caches listings: the marker must show up on the next look
+    if not store.exists(store_complete_key(step)):
+        return False
+    atomic_write_bytes(batch_path(output_dir, step, rank), store.read_bytes(store_batch_key(step, rank)))
+    return True
 
 
 def wait_for_batch(
-    output_dir: Path, step: int, rank: int, world_size: int, timeout_s: float
+    output_dir: Path, step: int, rank: int, world_size: int, timeout_s: float, store: Store | None = None
 ) -> tuple[TrainBatch, float]:
-    """Block until `rollouts/step_<step>/rank_<rank>.msgpack` exists; return it and the seconds waited."""
+    """Block until `rollouts/step_<step>/rank_<rank>.msgpack` exists (fetched from `store` when given,
+    the orchestrator's step_store); return it and the seconds waited."""
     path = batch_path(output_dir, step, rank)
     start = time.monotonic()
     while not path.is_file():
+        if store is not None and fetch_from_store(store, output_dir, step, rank):
+            break
         if time.monotonic() - start > timeout_s:
-            raise UserError(f"no batch for step {step} at {path} after {timeout_s:g} s (is the orchestrator running?)")
-        time.sleep(_POLL_S)
+            where = f"in {store.url}" if store is not None else f"at {path}"
+            raise UserError(f"no batch for step {step} {where} after {timeout_s:g} s (is the orchestrator running?)")
+        time.sleep(_STORE_POLL_S if store is not None else _POLL_S)
     idle_s = time.monotonic() - start
     try:
         batch = read_batch(path)

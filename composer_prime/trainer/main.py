@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
 from composer_prime.errors import UserError
 from composer_prime.loss.registry import resolve_loss
@@ -134,6 +135,7 @@ def train(config: TrainerConfig, world: World) -> None:
     if site is not None and start and (state := ckpt.load_diloco(ckpt.checkpoint_dir(config.output_dir, start))):
         site.load_state_dict(state)  # after the site saved the resumed weights as its starting point
     data_dir = config.data.dir or config.output_dir
+    step_store = Store.from_config(config.data.store) if config.data.store is not None else None
     data_rank = config.data.shard * world.world_size + world.rank
     data_ranks = config.data.shards * world.world_size
 
@@ -149,7 +151,8 @@ def train(config: TrainerConfig, world: World) -> None:
                 step += 1
                 if site is not None:
                     site.step = step
-                batch, idle_s = wait_for_batch(data_dir, step, data_rank, data_ranks, config.batch_timeout_s)
+                batch, idle_s = wait_for_batch(data_dir, step, data_rank, data_ranks, config.batch_timeout_s,
+                                               step_store)
                 if config.data.shards > 1:
                     batch = own_share(batch)
                 lr = learning_rate(step, config.optim)

@@ -1,7 +1,8 @@
 """A whole decentralised run on 127.0.0.1, every part a real process (tests/e2e and benchmarks/decentralised.py).
 
 `LocalRun(root, sites=2, ...)`: a seaweedfs S3 server, a torchft lighthouse (2 sites), the trainer
-sites (site "a" leads: trains shard 0, publishes versions into `root/run`), broadcast.watch into the
+sites (site "a" leads: trains shard 0 from `root/run`, publishes versions there; site "b" fetches
+shard 1 of every step from the store), broadcast.watch into the
 store, an origin and a relay, the orchestrator in workers mode, and the workers (`start_worker`).
 Start the trainers, publisher, servers and orchestrator with `start()`, stop everything with `stop()`.
 """
@@ -60,8 +61,10 @@ class LocalRun:
             "model": {"path": str(WARMSTART)}, "output_dir": str(self.site_out(name)), "max_steps": self.steps,
             "seed": self.seed, "num_threads": 1, "optim": {"lr": 1e-3, "max_norm": 1.0}, "keep_weight_versions": 8,
             "batch_timeout_s": 600.0, "ckpt": {"interval": 4, "keep_last": 2}, "log": {"progress": False},
-            "publish_weights": shard == 0, "data": {"dir": str(self.run), "shard": shard, "shards": self.sites},
+            "publish_weights": shard == 0, "data": {"shard": shard, "shards": self.sites},
         }
+        # The lead site shares the orchestrator's disk; the others fetch their shard from the store.
+        config["data"] |= {"dir": str(self.run)} if shard == 0 else {"store": self.store}
         if self.sites > 1:
             # Few inner steps per sync: plain averaging, not DiLoCo's momentum (composer_prime/diloco/config.py).
             config["diloco"] = {"mode": "torchft", "site_id": name, "lighthouse": f"http://127.0.0.1:{self.lighthouse_port}",
@@ -95,6 +98,7 @@ class LocalRun:
             "train_world_size": self.sites, "async_level": 1, "max_off_policy_steps": 3, "env": {"id": "reverse-text"},
             "eval": {"num_examples": 0}, "sampling": {"temperature": 1.0, "max_tokens": 16},
             "advantage": {"std_normalize": True}, "log": {"progress": False}, "source": "workers",
+            "step_store": self.store,
             "workers": {"port": self.coordinator_port, "join_token": TOKEN, "run_public_key": keys.public_hex(self.run_key),
                         "store": self.store, "broadcast_servers": [self.relay, self.origin], "prompts_per_batch": 4,
                         "poll_s": 0.3, "verify": {"max_staleness": 3, "ban_min_samples": 96}},

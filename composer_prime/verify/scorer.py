@@ -22,6 +22,11 @@ class Scorer:
     def logprobs(self, version: int, prompt_ids: list[int], completion_ids: list[int], temperature: float) -> list[float]:
         raise NotImplementedError
 
+    def logprobs_many(self, version: int, items: list[tuple[list[int], list[int]]], temperature: float
+                      ) -> list[list[float]]:
+        """`logprobs` of several (prompt, completion) pairs."""
+        return [self.logprobs(version, prompt, completion, temperature) for prompt, completion in items]
+
     def hidden_states(self, version: int, token_ids: list[int]) -> torch.Tensor:
         raise NotImplementedError
 
@@ -29,10 +34,11 @@ class Scorer:
 class ModelScorer(Scorer):
     """`resolve(version)` gives the directory of that version's trusted weights; the newest `keep` stay loaded."""
 
-    def __init__(self, resolve: Callable[[int], Path], keep: int = 2, device: str = "cpu"):
+    def __init__(self, resolve: Callable[[int], Path], keep: int = 2, device: str = "cpu", batch_size: int = 16):
         self.resolve = resolve
         self.keep = keep
         self.device = device
+        self.batch_size = batch_size
         self._models: OrderedDict[int, torch.nn.Module] = OrderedDict()
 
     def model(self, version: int) -> torch.nn.Module:
@@ -52,6 +58,29 @@ class ModelScorer(Scorer):
         logits = self.model(version)(ids).logits[0, len(prompt_ids) - 1:-1].float()
         scaled = logits / (temperature if temperature > 0 else 1.0)
         return scaled.log_softmax(-1).gather(1, ids[0, len(prompt_ids):, None]).squeeze(1).tolist()
+
+    @torch.no_grad()
+    def logprobs_many(self, version: int, items: list[tuple[list[int], list[int]]], temperature: float
+                      ) -> list[list[float]]:
+        """One forward per `batch_size` sequences, right-padded: causal attention keeps padding out of every
+        real position, so each row's log-probs are those of its own forward."""
+        model, scale = self.model(version), temperature if temperature > 0 else 1.0
+        out = []
+        for start in range(0, len(items), self.batch_size):
+            chunk = items[start:start + self.batch_size]
+            width = max(len(p) + len(c) for p, c in chunk)
+            ids = torch.zeros(len(chunk), width, dtype=torch.long)
+            mask = torch.zeros(len(chunk), width, dtype=torch.long)
+            for row, (prompt, completion) in enumerate(chunk):
+                ids[row, :len(prompt) + len(completion)] = torch.tensor(prompt + completion)
+                mask[row, :len(prompt) + len(completion)] = 1
+            ids, mask = ids.to(self.device), mask.to(self.device)
+            logits = model(ids, attention_mask=mask).logits.float() / scale
+            for row, (prompt, completion) in enumerate(chunk):
+                rows = logits[row, len(prompt) - 1:len(prompt) + len(completion) - 1]
+                targets = ids[row, len(prompt):len(prompt) + len(completion), None]
+                out.append(rows.log_softmax(-1).gather(1, targets).squeeze(1).tolist())
+        return out
 
     @torch.no_grad()
     def hidden_states(self, version: int, token_ids: list[int]) -> torch.Tensor:

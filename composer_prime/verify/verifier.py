@@ -127,8 +127,8 @@ class RolloutVerifier:
             return self._refuse(decision, "stale", len(batch.samples))
         self.seen.add((batch.worker_id, batch.batch_id))
         rng = random.Random(hashlib.sha256(f"{self.config.secret}/{batch.worker_id}/{batch.batch_id}".encode()).digest())
-        for index, sample in enumerate(batch.samples):
-            reason = self._check_sample(sample, batch.weight_version, batch.temperature, rng)
+        reasons = self._check_samples(batch.samples, batch.weight_version, batch.temperature, rng)
+        for index, (sample, reason) in enumerate(zip(batch.samples, reasons, strict=True)):
             if reason is None:
                 decision.accepted.append(sample)
             else:
@@ -136,28 +136,49 @@ class RolloutVerifier:
         self._record(decision)
         return decision
 
-    def _check_sample(self, sample: RolloutSample, version: int, temperature: float, rng: random.Random) -> str | None:
+    def _check_samples(self, samples: list[RolloutSample], version: int, temperature: float,
+                       rng: random.Random) -> list[str | None]:
+        """Per sample: None (accepted) or the reason. Cheap checks first, then the chosen samples' log-probs
+        in one batched scoring call, then their proofs."""
+        toploc = self.config.toploc
+        reasons: list[str | None] = []
+        score, prove = [], []
+        for index, sample in enumerate(samples):
+            reason = self._malformed(sample)
+            if reason is None and toploc is not None and not sample.proofs:
+                reason = "toploc-missing"
+            reasons.append(reason)
+            if reason is not None:
+                continue
+            # Both draws happen for every well-formed sample, so which samples get which check stays unpredictable.
+            if rng.random() < self.config.check_fraction:
+                score.append(index)
+            if toploc is not None and rng.random() < toploc.check_fraction:
+                prove.append(index)
+        if score:
+            trusted = self.scorer.logprobs_many(
+                version, [(samples[i].prompt_ids, samples[i].completion_ids) for i in score], temperature)
+            for index, logprobs in zip(score, trusted, strict=True):
+                diffs = [abs(a - b) for a, b in zip(samples[index].logprobs, logprobs)]
+                if (sum(diffs) / len(diffs) > self.config.logprob_mean_tolerance
+                        or max(diffs) > self.config.logprob_max_tolerance):
+                    reasons[index] = "logprob-mismatch"
+        for index in prove:
+            if reasons[index] is not None:
+                continue
+            sample = samples[index]
+            hidden = self.scorer.hidden_states(version, sample.prompt_ids + sample.completion_ids)
+            if (why := proof_mismatch(hidden, len(sample.prompt_ids), sample.proofs, toploc)) is not None:
+                logger.info("TOPLOC proof of a sample failed: %s", why)
+                reasons[index] = "toploc-mismatch"
+        return reasons
+
+    def _malformed(self, sample: RolloutSample) -> str | None:
         n = len(sample.completion_ids)
         if (not sample.prompt_ids or n == 0 or len(sample.logprobs) != n
                 or any(not 0 <= t < self.vocab_size for t in sample.prompt_ids + sample.completion_ids)
                 or any(not math.isfinite(lp) or lp > 1e-6 for lp in sample.logprobs)):
             return "malformed-sample"
-        toploc = self.config.toploc
-        if toploc is not None and not sample.proofs:
-            return "toploc-missing"
-        # Both draws happen for every sample, so which samples get which check stays unpredictable.
-        check_logprobs = rng.random() < self.config.check_fraction
-        check_proofs = toploc is not None and rng.random() < toploc.check_fraction
-        if check_logprobs:
-            trusted = self.scorer.logprobs(version, sample.prompt_ids, sample.completion_ids, temperature)
-            diffs = [abs(a - b) for a, b in zip(sample.logprobs, trusted)]
-            if sum(diffs) / n > self.config.logprob_mean_tolerance or max(diffs) > self.config.logprob_max_tolerance:
-                return "logprob-mismatch"
-        if check_proofs:
-            hidden = self.scorer.hidden_states(version, sample.prompt_ids + sample.completion_ids)
-            if (why := proof_mismatch(hidden, len(sample.prompt_ids), sample.proofs, toploc)) is not None:
-                logger.info("TOPLOC proof of a sample failed: %s", why)
-                return "toploc-mismatch"
         return None
 
     def _refuse(self, decision: Decision, reason: str, samples: int) -> Decision:

@@ -69,6 +69,21 @@ class Store:
             return []
         return [e.rstrip("/").rsplit("/", 1)[-1] for e in entries]
 
+    def list_modified(self, rel: str) -> list[tuple[str, float]]:
+        """(name, modification time as a UNIX timestamp) of the files directly under `rel`."""
+        try:
+            entries = self.fs.ls(self.path(rel).rstrip("/"), detail=True)
+        except FileNotFoundError:
+            return []
+        out = []
+        for entry in entries:
+            if entry.get("type") == "directory":
+                continue
+            stamp = entry.get("LastModified", entry.get("mtime", 0.0))  # s3fs: a datetime; local: seconds
+            out.append((entry["name"].rstrip("/").rsplit("/", 1)[-1],
+                        stamp.timestamp() if hasattr(stamp, "timestamp") else float(stamp)))
+        return out
+
     def versions(self) -> list[int]:
         """Versions with a manifest (complete), ascending."""
         found = []

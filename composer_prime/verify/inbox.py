@@ -1,7 +1,7 @@
 """The orchestrator's intake of volunteer rollouts: verify every new batch in the object store.
 
 Workers upload to `<store>/rollouts/<worker_id>/<batch_id>.msgpack`. `poll()` verifies each key it
-has not processed yet (RolloutVerifier) and returns the decisions; the accepted samples are what
+has not processed yet (RolloutVerifier), in upload order, and returns the decisions; the accepted samples are what
 the orchestrator may turn into training batches. Processed keys are remembered in a JSON file so a
 restarted orchestrator neither re-counts nor re-trains a batch.
 """
@@ -32,15 +32,19 @@ class RolloutInbox:
         With `commit=False` the processed keys are saved only by `commit()`, so a caller that first stores
         the accepted samples loses none to a crash in between."""
         self.store.fs.invalidate_cache()
-        decisions = []
-        for worker in sorted(self.store.list("rollouts")):
-            for name in sorted(self.store.list(f"rollouts/{worker}")):
+        new = []
+        for worker in self.store.list("rollouts"):
+            for name, modified in self.store.list_modified(f"rollouts/{worker}"):
                 key = f"rollouts/{worker}/{name}"
-                if not name.endswith(".msgpack") or key in self.processed:
-                    continue
-                data = self.store.read_bytes(key)
-                decisions.append(self.verifier.verify(data, current_version()))
-                self.processed.add(key)
+                if name.endswith(".msgpack") and key not in self.processed:
+                    new.append((modified, name, key))
+        decisions = []
+        # Upload order across workers, first come first verified. Object stores keep seconds only; within a
+        # second the time-ordered batch ids workers choose (worker/main.py) keep the order.
+        for _, _, key in sorted(new):
+            data = self.store.read_bytes(key)
+            decisions.append(self.verifier.verify(data, current_version()))
+            self.processed.add(key)
         if decisions and commit:
             self.commit()
         return decisions

@@ -63,6 +63,11 @@ async def retry(what: str, call: Callable[[], Awaitable[T]], first_s: float, fat
             delay = min(60.0, delay * 2)
 
 
+def new_batch_id() -> str:
+    """Unique, and sorting in creation order (the run verifies batches in upload order: verify/inbox.py)."""
+    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
+
+
 class Worker:
     def __init__(self, config: WorkerConfig):
         self.config = config
@@ -171,7 +176,7 @@ class Worker:
                 if limit is not None and per_version.get(self.version, 0) >= limit:
                     await asyncio.sleep(self.config.heartbeat_s)  # heartbeats announce the next version
                     continue
-                batch_id = uuid.uuid4().hex
+                batch_id = new_batch_id()
                 samples, version = [], self.version
                 for _ in range(info.prompts_per_batch):
                     index = rng.randrange(len(examples))

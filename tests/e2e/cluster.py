@@ -3,7 +3,8 @@
 `LocalRun(root, sites=2, ...)`: a seaweedfs S3 server, a torchft lighthouse (2 sites), the trainer
 sites (site "a" leads: trains shard 0 from `root/run`, publishes versions there; site "b" fetches
 shard 1 of every step from the store), broadcast.watch into the
-store, an origin and a relay, the orchestrator in workers mode, and the workers (`start_worker`).
+store, an origin and a relay, the orchestrator in workers mode (requiring TOPLOC proofs with
+`toploc=True`), and the workers (`start_worker`).
 Start the trainers, publisher, servers and orchestrator with `start()`, stop everything with `stop()`.
 """
 
@@ -33,8 +34,10 @@ def _toml(path: Path, config: dict) -> Path:
 
 
 class LocalRun:
-    def __init__(self, root: Path, steps: int, sites: int = 2, seed: int = 0, batch_size: int = 64):
+    def __init__(self, root: Path, steps: int, sites: int = 2, seed: int = 0, batch_size: int = 64,
+                 toploc: bool = False):
         self.root, self.steps, self.sites, self.seed, self.batch_size = root, steps, sites, seed, batch_size
+        self.toploc = toploc
         self.logs, self.run = root / "logs", root / "run"
         self.s3 = start_local_s3(root / "s3", bucket="run")
         self.env = {**self.s3.env, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
@@ -101,8 +104,16 @@ class LocalRun:
             "step_store": self.store,
             "workers": {"port": self.coordinator_port, "join_token": TOKEN, "run_public_key": keys.public_hex(self.run_key),
                         "store": self.store, "broadcast_servers": [self.relay, self.origin], "prompts_per_batch": 4,
-                        "poll_s": 0.3, "verify": {"max_staleness": 3, "ban_min_samples": 96}},
+                        "poll_s": 0.3, "verify": self.verify_config()},
         }))])
+
+    def verify_config(self) -> dict:
+        # The ban comes after the malicious worker's first three counted attacks (32 samples each), so each
+        # of those meets its own check first (tests/worker/malicious.py).
+        config = {"max_staleness": 3, "ban_min_samples": 96}
+        if self.toploc:
+            config["toploc"] = {"check_fraction": 1.0}
+        return config
 
     def start_worker(self, name: str, seed: int = 0) -> Child:
         # One batch of 32 samples per worker and version: two honest workers fill a step of 64 on fresh weights.

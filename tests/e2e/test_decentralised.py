@@ -2,13 +2,15 @@
 
 2 trainer sites (Streaming DiLoCo through torchft, a lighthouse), broadcast.watch publishing the lead
 site's versions into a real S3 server (seaweedfs), an origin and a relay serving them, the orchestrator
-admitting volunteers and verifying their rollouts, 2 honest workers and a malicious one. Mid-run the
+admitting volunteers and verifying their rollouts (with TOPLOC proofs when the extra is installed),
+2 honest workers and a malicious one. Mid-run the
 non-lead site is killed and restarted; it heals from the lead. Before the workers start, every shard
 the relay cached is corrupted: workers must catch it and fetch those shards again from the origin.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -21,10 +23,11 @@ from composer_prime.weights import list_versions
 
 pytestmark = pytest.mark.slow
 STEPS = 12
+TOPLOC = importlib.util.find_spec("toploc") is not None  # the optional extra (CI installs it)
 
 
 def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
-    cluster = LocalRun(tmp_path, STEPS, sites=2)
+    cluster = LocalRun(tmp_path, STEPS, sites=2, toploc=TOPLOC)
     try:
         cluster.start()
         # Version 0 reaches the store; a first client through the relay fills its cache, which is then corrupted.
@@ -61,8 +64,10 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
     assert all(sent.values()), sent  # every attack was tried
     assert workers["mallory"]["stats"]["samples_accepted"] <= 0.01 * sum(sent.values()), (workers["mallory"], sent)
     assert workers["mallory"]["banned"]
-    # Before the ban (after 96 samples) each attack met its own check; the forged batch never counts against anyone.
-    assert workers["mallory"]["stats"]["reasons"].keys() >= {"logprob-mismatch", "stale"}, workers["mallory"]
+    # Before the ban (96 samples) the first three attacks met their own checks (with proofs: fabricated log-probs,
+    # proofs from other weights, a stale version); the forged batch never counts against anyone.
+    expected = {"logprob-mismatch", "stale", "toploc-mismatch"} if TOPLOC else {"logprob-mismatch", "stale"}
+    assert workers["mallory"]["stats"]["reasons"].keys() >= expected, workers["mallory"]
     assert workers["honest-1"]["stats"]["reasons"] == {}
     # The corrupted relay shards were caught by hash and fetched again.
     logs = tmp_path / "logs"

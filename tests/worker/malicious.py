@@ -1,10 +1,15 @@
 """A malicious volunteer, for tests only: joins a run with the real protocol, then uploads signed batches
-that must all be rejected, cycling through four attacks:
+that must all be rejected, cycling through these attacks:
 
   fabricated-logprobs  real samples whose log-probs claim near-certainty (-0.01 per token)
+  wrong-model-proofs   (runs that ask for TOPLOC proofs) real samples and log-probs, proofs computed
+                       with other weights (the model with 30 % weight noise)
   stale-version        real samples claiming a weight version far behind the current one
   altered-tokens       real log-probs, completion tokens replaced by random ones
   forged-signature     a batch claiming an honest worker's id, signed with this worker's key
+
+When the run asks for proofs, every other attack carries proofs of its own (submitted) tokens made
+with the given weights, so each attack meets the check meant for it.
 
     python tests/worker/malicious.py --run-url URL --join-token T --worker-id ID --victim HONEST_ID \
         --model DIR --state-dir DIR [--batches N]
@@ -17,12 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import uuid
 from pathlib import Path
 
 import httpx
 import torch
-from transformers import AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from composer_prime.broadcast import keys
 from composer_prime.broadcast.store import Store
@@ -31,9 +35,13 @@ from composer_prime.orchestrator.envs import load_environment
 from composer_prime.verify.messages import RolloutBatch, RolloutSample
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.signing import signed_bytes
+from composer_prime.verify.toploc import build_proofs
+from composer_prime.worker.main import new_batch_id
 from composer_prime.worker.protocol import JoinRequest, JoinResponse, rollout_key
 
-ATTACKS = ("fabricated-logprobs", "stale-version", "altered-tokens", "forged-signature")
+# The first three counted attacks (32 samples each) come before the e2e's ban at 96 samples, so each of
+# them meets its own check; wrong-model-proofs is among them when the run asks for proofs.
+ATTACKS = ("fabricated-logprobs", "wrong-model-proofs", "stale-version", "altered-tokens", "forged-signature")
 
 
 def join(http: httpx.Client, args, key) -> JoinResponse | None:
@@ -60,6 +68,18 @@ def sample(scorer: ModelScorer, tokenizer, prompt: list[int], n: int, max_tokens
     return result
 
 
+def wrong_model(model: Path, out: Path) -> Path:
+    """The given weights with N(0, (0.3 * std)^2) noise on every tensor: another checkpoint, for the proofs attack."""
+    if not (out / "config.json").is_file():
+        other = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
+        generator = torch.Generator().manual_seed(1)
+        with torch.no_grad():
+            for param in other.parameters():
+                param.add_(torch.randn(param.shape, generator=generator) * 0.3 * param.std().clamp_min(1e-6))
+        other.save_pretrained(out)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     for flag in ("--run-url", "--join-token", "--worker-id", "--victim", "--model", "--state-dir"):
@@ -76,11 +96,13 @@ def main() -> None:
     scorer = ModelScorer(lambda _version: Path(args.model))  # one model: the weights it was given
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     examples = load_environment(EnvConfig(id=info.env_id)).examples("train")
+    attacks = ATTACKS if info.proofs is not None else tuple(a for a in ATTACKS if a != "wrong-model-proofs")
+    wrong = ModelScorer(lambda _version: wrong_model(Path(args.model), state / "wrong-model"))
     rng = random.Random(0)
-    sent = {attack: 0 for attack in ATTACKS}
+    sent = {attack: 0 for attack in attacks}
     version = info.current_version
     for index in range(args.batches):
-        attack = ATTACKS[index % len(ATTACKS)]
+        attack = attacks[index % len(attacks)]
         version = (fresh.current_version if (fresh := join(http, args, key)) else version)
         samples = []
         for _ in range(info.prompts_per_batch):
@@ -93,10 +115,14 @@ def main() -> None:
                     logprobs = [-0.01] * len(completion)
                 elif attack == "altered-tokens":
                     completion = [rng.randrange(3, scorer.model(0).config.vocab_size) for _ in completion]
+                proofs = []
+                if info.proofs is not None:
+                    prover = wrong if attack == "wrong-model-proofs" else scorer
+                    proofs = build_proofs(prover.hidden_states(0, prompt + completion), len(prompt), info.proofs)
                 samples.append(RolloutSample(prompt_ids=prompt, completion_ids=completion, logprobs=logprobs,
-                                             reward=1.0, example_id=example_id))
+                                             reward=1.0, example_id=example_id, proofs=proofs))
         claimed = args.victim if attack == "forged-signature" else args.worker_id
-        batch = RolloutBatch(worker_id=claimed, batch_id=uuid.uuid4().hex,
+        batch = RolloutBatch(worker_id=claimed, batch_id=new_batch_id(),
                              weight_version=version - 10 if attack == "stale-version" else version,
                              temperature=info.temperature, samples=samples)
         store.write_bytes(rollout_key(claimed, batch.batch_id), signed_bytes(batch, key))

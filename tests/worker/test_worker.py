@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 import tomli_w
+import torch
 from safetensors.torch import load_file
 
 from composer_prime.broadcast import keys
@@ -114,3 +116,15 @@ def test_worker_attaches_toploc_proofs_the_verifier_accepts_when_the_run_asks(tm
     assert len(decisions) == 1 and decisions[0].ok, (decisions[0].batch_reason, decisions[0].rejected)
     samples = decisions[0].accepted
     assert len(samples) == 4 and all(len(s.proofs) == num_proofs(len(s.completion_ids), toploc.spec()) for s in samples)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None or not torch.cuda.is_available(),
+                    reason="needs the 'vllm' extra and a CUDA GPU")
+def test_a_vllm_worker_uploads_batches_the_cpu_verifier_accepts(tmp_path):
+    with run(tmp_path) as r:
+        done = r.worker(max_batches=2, dtype="float32", backend={
+            "type": "vllm", "gpu_memory_utilization": 0.2, "max_model_len": 256, "enforce_eager": True})
+        assert done.returncode == 0, done.stderr[-2000:]
+        decisions = r.verify(VerifyConfig())
+    assert len(decisions) == 2 and all(d.ok for d in decisions), [(d.batch_reason, d.rejected) for d in decisions]

@@ -52,12 +52,8 @@ class ModelScorer(Scorer):
         self._models.move_to_end(version)
         return self._models[version]
 
-    @torch.no_grad()
     def logprobs(self, version: int, prompt_ids: list[int], completion_ids: list[int], temperature: float) -> list[float]:
-        ids = torch.tensor([prompt_ids + completion_ids], device=self.device)
-        logits = self.model(version)(ids).logits[0, len(prompt_ids) - 1:-1].float()
-        scaled = logits / (temperature if temperature > 0 else 1.0)
-        return scaled.log_softmax(-1).gather(1, ids[0, len(prompt_ids):, None]).squeeze(1).tolist()
+        return self.logprobs_many(version, [(prompt_ids, completion_ids)], temperature)[0]
 
     @torch.no_grad()
     def logprobs_many(self, version: int, items: list[tuple[list[int], list[int]]], temperature: float

@@ -31,6 +31,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from composer_prime.model.noise import add_weight_noise_
 from composer_prime.utils.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,10 +44,7 @@ def model_variant(out: Path, noise: float = 0.0, seed: int = 0) -> Path:
         return out
     model = AutoModelForCausalLM.from_pretrained(WARMSTART, dtype=torch.float32)
     if noise:
-        generator = torch.Generator().manual_seed(seed)
-        with torch.no_grad():
-            for param in model.parameters():
-                param.add_(torch.randn(param.shape, generator=generator) * noise * param.std().clamp_min(1e-6))
+        add_weight_noise_(model, noise, seed)
     model.save_pretrained(out)
     AutoTokenizer.from_pretrained(WARMSTART).save_pretrained(out)
     return out
@@ -159,6 +157,12 @@ class ServerThread:
         if self.server is not None:
             self.server.should_exit = True
         self._thread.join(30)
+
+
+def teacher(name: str, url: str, **fields) -> dict:
+    """A teacher pool entry for a server of ours at `url` (a `[[teachers]]` table of ReplayConfig)."""
+    return {"name": name, "model": name, "base_url": url + "/v1", "tool_format": "text", "max_tokens": 24,
+            "concurrency": 8, **fields}
 
 
 def inference_server(model_dir: Path, delay_s: float = 0.0, max_batch_size: int = 16) -> ServerThread:

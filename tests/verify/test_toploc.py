@@ -15,6 +15,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from composer_prime.broadcast import keys
+from composer_prime.model.noise import add_weight_noise_
 from composer_prime.verify.messages import RolloutBatch, RolloutSample
 from composer_prime.verify.registry import WorkerRegistry
 from composer_prime.verify.scorer import ModelScorer
@@ -45,13 +46,8 @@ def sample(scorer) -> tuple[list[int], list[int]]:
     return prompt, out[0, len(prompt):].tolist()
 
 
-def _perturbed(model: torch.nn.Module, noise: float, dtype=torch.float32) -> torch.nn.Module:
-    other = copy.deepcopy(model)
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for param in other.parameters():
-            param.add_(torch.randn(param.shape, generator=generator) * noise * param.std().clamp_min(1e-6))
-    return other.to(dtype)
+def _perturbed(model: torch.nn.Module, noise: float) -> torch.nn.Module:
+    return add_weight_noise_(copy.deepcopy(model), noise, seed=1)
 
 
 def _hidden(model: torch.nn.Module, ids: list[int]) -> torch.Tensor:

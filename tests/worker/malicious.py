@@ -30,6 +30,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from composer_prime.broadcast import keys
 from composer_prime.broadcast.store import Store
+from composer_prime.model.noise import add_weight_noise_
 from composer_prime.orchestrator.config import EnvConfig
 from composer_prime.orchestrator.envs import load_environment
 from composer_prime.verify.messages import RolloutBatch, RolloutSample
@@ -72,11 +73,7 @@ def wrong_model(model: Path, out: Path) -> Path:
     """The given weights with N(0, (0.3 * std)^2) noise on every tensor: another checkpoint, for the proofs attack."""
     if not (out / "config.json").is_file():
         other = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
-        generator = torch.Generator().manual_seed(1)
-        with torch.no_grad():
-            for param in other.parameters():
-                param.add_(torch.randn(param.shape, generator=generator) * 0.3 * param.std().clamp_min(1e-6))
-        other.save_pretrained(out)
+        add_weight_noise_(other, 0.3, seed=1).save_pretrained(out)
     return out
 
 

@@ -49,7 +49,7 @@ from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites,
 from composer_prime.orchestrator.multiturn import ToolGroup, tool_rollout_group
 from composer_prime.orchestrator.packing import pack_step
 from composer_prime.orchestrator.rollout import Group, prompt_index, request_seed, rollout_group
-from composer_prime.orchestrator.steps import completed_steps, mirror_missing, next_step, saved_metrics, write_step
+from composer_prime.orchestrator.steps import log_unlogged_steps, mirror_missing, next_step, write_step
 from composer_prime.orchestrator.weight_sync import WeightSync
 from composer_prime.traces import write_traces
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
@@ -184,14 +184,6 @@ class Orchestrator:
         self.metrics.log(step, record)
         return record
 
-    def replay_unlogged_steps(self) -> None:
-        """Log the metrics of steps published by a previous run that died before logging them."""
-        logged = {r["step"] for r in read_metrics(self.config.output_dir, "orchestrator") if "reward/mean" in r}
-        for step in completed_steps(self.config.output_dir, self.config.train_world_size):
-            record = saved_metrics(self.config.output_dir, step)
-            if step not in logged and record is not None:
-                self.metrics.log(step, record)
-
     async def evaluate(self) -> EvalResult:
         cfg = self.config
         async with self.weights.frozen():
@@ -250,7 +242,7 @@ class Orchestrator:
     async def run(self) -> None:
         cfg = self.config
         start = next_step(cfg.output_dir, cfg.train_world_size)
-        self.replay_unlogged_steps()
+        log_unlogged_steps(cfg.output_dir, cfg.train_world_size, self.metrics)
         if start > 1:
             logger.info("resuming at step %d", start)
         reward_start = await self.start_reward(start) if self.eval_examples else None

@@ -23,6 +23,7 @@ from typing import Any
 from composer_prime.batch import TrainBatch, batch_path, store_batch_key, store_complete_key, write_batch
 from composer_prime.broadcast.store import Store
 from composer_prime.utils.fs import atomic_publish_dir, atomic_write_bytes
+from composer_prime.utils.metrics import MetricsLogger, read_metrics
 
 METRICS_FILE = "orchestrator_metrics.json"
 _STEP_DIR = re.compile(r"^step_(\d+)$")
@@ -82,6 +83,15 @@ def completed_steps(output_dir: Path, world_size: int) -> list[int]:
 def next_step(output_dir: Path, world_size: int) -> int:
     """1 + the highest completed step (1 on a fresh run)."""
     return max(completed_steps(output_dir, world_size), default=0) + 1
+
+
+def log_unlogged_steps(output_dir: Path, world_size: int, metrics: MetricsLogger) -> None:
+    """Log the metrics of steps published by a previous run that died before logging them."""
+    logged = {r["step"] for r in read_metrics(output_dir, "orchestrator") if "reward/mean" in r}
+    for step in completed_steps(output_dir, world_size):
+        record = saved_metrics(output_dir, step)
+        if step not in logged and record is not None:
+            metrics.log(step, record)
 
 
 def saved_metrics(output_dir: Path, step: int) -> dict[str, Any] | None:

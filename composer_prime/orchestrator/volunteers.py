@@ -33,7 +33,7 @@ from composer_prime.errors import UserError
 from composer_prime.orchestrator.advantage import compute_advantages
 from composer_prime.orchestrator.config import OrchestratorConfig
 from composer_prime.orchestrator.packing import Sample, pack_step
-from composer_prime.orchestrator.steps import completed_steps, next_step, write_step
+from composer_prime.orchestrator.steps import completed_steps, log_unlogged_steps, next_step, write_step
 from composer_prime.utils.fs import atomic_write_bytes
 from composer_prime.utils.metrics import MetricsLogger
 from composer_prime.utils.serve import ServedApp
@@ -217,6 +217,7 @@ class VolunteerSource:
     async def run(self) -> None:
         cfg = self.config
         start = next_step(cfg.output_dir, cfg.train_world_size)
+        log_unlogged_steps(cfg.output_dir, cfg.train_world_size, self.metrics)
         app = create_coordinator_app(self.registry, self.workers.join_token, self.run_info, self.current_version)
         with ServedApp(app, host=self.workers.host, port=self.workers.port):
             logger.info("coordinator on http://%s:%d; steps %d..%d from volunteer workers", self.workers.host,

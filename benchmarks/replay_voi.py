@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "replay"))
 
-from servers import inference_server, model_variant, student_trace  # noqa: E402
+from servers import inference_server, model_variant, student_trace, teacher  # noqa: E402
 
 from composer_prime.pairs import read_pairs  # noqa: E402
 from composer_prime.replay.config import ReplayConfig  # noqa: E402
@@ -64,8 +64,7 @@ def main() -> None:
     try:
         trace = student_trace(servers["student"].url, root / "trace", n=args.steps, seed=args.seed,
                               temperature=args.student_temperature)
-        teachers = [{"name": n, "model": n, "base_url": servers[n].url + "/v1", "tool_format": "text",
-                     "max_tokens": 24, "concurrency": 8} for n in ("alpha", "beta", "gamma")]
+        teachers = [teacher(n, servers[n].url) for n in ("alpha", "beta", "gamma")]
         voi = {"enabled": True, "student_url": servers["student"].url}
         if args.top_fraction is not None:
             voi["top_fraction"] = args.top_fraction

@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "replay"))
 
-from servers import inference_server, student_trace  # noqa: E402
+from servers import inference_server, student_trace, teacher  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
 from composer_prime.inference.client import InferenceClient  # noqa: E402
@@ -87,8 +87,7 @@ def main() -> None:
     servers = {name: inference_server(path) for name, path in models.items()}
     try:
         trace = student_trace(servers["student"].url, root / "trace", n=args.steps, seed=args.seed, temperature=0.0)
-        teachers = [{"name": n, "model": n, "base_url": servers[n].url + "/v1", "tool_format": "text",
-                     "max_tokens": 24, "concurrency": 8} for n in ("alpha", "beta", "gamma")]
+        teachers = [teacher(n, servers[n].url) for n in ("alpha", "beta", "gamma")]
         config = ReplayConfig(sources=[{"path": str(trace), "format": "composer-prime"}], teachers=teachers,
                               output_dir=str(root / "ungated"), progress=False,
                               agreement={"k": args.k, "similarity": args.similarity})

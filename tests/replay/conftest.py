@@ -41,8 +41,3 @@ def teacher_servers(model_dirs):
 def sampled_trace(teacher_servers, tmp_path_factory) -> Path:
     """A 50-step composer-prime trace: the warm start (served by `alpha`) sampling at T = 1."""
     return student_trace(teacher_servers["alpha"].url, tmp_path_factory.mktemp("student"), n=50, seed=0)
-
-
-def teacher(name: str, url: str, **fields) -> dict:
-    return {"name": name, "model": name, "base_url": url + "/v1", "tool_format": "text", "max_tokens": 24,
-            "concurrency": 8, **fields}

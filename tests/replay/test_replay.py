@@ -7,8 +7,7 @@ import json
 
 import pytest
 import torch
-from conftest import teacher
-from servers import WARMSTART, student_trace
+from servers import WARMSTART, student_trace, teacher
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from composer_prime.pairs import read_pairs

@@ -39,7 +39,14 @@ class TeacherConfig(BaseConfig):
         Literal["native", "text"],
         Field(description="native: OpenAI tool_calls and tools; text: Hermes <tool_call> text, for endpoints without tool calling."),
     ] = "native"
-    timeout_s: Annotated[float, Field(gt=0, description="Per-request timeout.")] = 120.0
+    stream: Annotated[
+        bool, Field(description="Ask for a server-sent-event stream and assemble it (a stream cut before [DONE] is "
+                                "retried): for endpoints or proxies that drop long silent requests.")
+    ] = False
+    timeout_s: Annotated[
+        float, Field(gt=0, description="Per-request timeout (each of connect, write and every read; with stream, "
+                                       "the longest wait for the next chunk).")
+    ] = 120.0
 
 
 class RetryConfig(BaseConfig):

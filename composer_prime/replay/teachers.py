@@ -2,8 +2,11 @@
 
 A call (`Teacher.ask`) goes: cache lookup -> wait for a concurrency slot -> reserve the worst-case
 cost (budget.py) -> POST {base_url}/chat/completions -> settle the actual cost -> cache the answer.
+With `stream = true` the answer comes as server-sent events (`data: {chunk}` lines, usage in the
+last chunk, then `data: [DONE]`), assembled into one chat completion; a stream that ends before
+`[DONE]` or carries an error chunk is incomplete, and retried like a cut connection.
 Retried (up to `retry.max_attempts`): 429, 408, 409, 5xx, timeouts, cut connections (a truncated
-body) and 200 responses whose body is not a chat completion (malformed JSON). The wait before
+body or stream) and 200 responses whose body is not a chat completion (malformed JSON). The wait before
 attempt a+1 is Retry-After when the server sent one, else uniform(0, backoff_s * 2**a) ("full
 jitter", so that many clients hit by the same 429 do not retry in lockstep), capped at
 max_backoff_s. Other 4xx are final. A call that still fails returns a TeacherAnswer with `error`
@@ -19,6 +22,7 @@ import os
 import random
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import httpx
@@ -38,6 +42,10 @@ _RETRY_STATUS = {408, 409, 429}
 
 class _Malformed(Exception):
     """A 200 response that is not a chat completion."""
+
+
+class _Incomplete(Exception):
+    """A stream that ended before `data: [DONE]`, or reported an error part-way."""
 
 
 @dataclass
@@ -92,6 +100,51 @@ def _action_from_response(data: dict) -> tuple[Action, int | None, int | None]:
     return action, usage.get("prompt_tokens"), usage.get("completion_tokens")
 
 
+async def assemble_stream(lines: AsyncIterator[str]) -> dict:
+    """An SSE chat-completion stream as the non-streamed response it stands for: choices[0]'s content
+    deltas joined, tool-call deltas merged by their index (id and name come once, arguments in
+    pieces), usage from whichever chunk carries it (the last one, with include_usage). Lines other
+    than `data:` (SSE comments such as keep-alives, event names, blank separators) are skipped."""
+    content: list[str] = []
+    calls: dict[int, dict] = {}
+    usage, finish = None, None
+    async for line in lines:
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            break
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise _Malformed(f"stream chunk is not JSON: {exc}") from None
+        if not isinstance(chunk, dict):
+            raise _Malformed("stream chunk is not an object")
+        if chunk.get("error"):
+            raise _Incomplete(f"error chunk: {json.dumps(chunk['error'])[:200]}")
+        if isinstance(chunk.get("usage"), dict):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                content.append(delta["content"])
+            for call in delta.get("tool_calls") or []:
+                slot = calls.setdefault(call.get("index", 0), {"id": None, "name": "", "arguments": ""})
+                function = call.get("function") or {}
+                slot["id"] = call.get("id") or slot["id"]
+                slot["name"] += function.get("name") or ""
+                slot["arguments"] += function.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    else:
+        raise _Incomplete("stream ended before data: [DONE]")
+    tool_calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                  for _, c in sorted(calls.items())]
+    message = {"role": "assistant", "content": "".join(content) or None, "tool_calls": tool_calls}
+    return {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+
+
 class Teacher:
     def __init__(self, config: TeacherConfig, http: httpx.AsyncClient, cache: AnswerCache, budget: Budget,
                  retry: RetryConfig, rng: random.Random | None = None):
@@ -114,7 +167,9 @@ class Teacher:
     def body(self, step: Step) -> dict:
         messages, tools = request_messages(step.state, step.tools, self.config.tool_format)
         body = {"model": self.config.model, "messages": messages, "max_tokens": self.config.max_tokens,
-                "temperature": self.config.temperature, "stream": False}
+                "temperature": self.config.temperature, "stream": self.config.stream}
+        if self.config.stream:
+            body["stream_options"] = {"include_usage": True}
         if self.config.seed is not None:
             body["seed"] = self.config.seed
         if tools:
@@ -122,7 +177,10 @@ class Teacher:
         return body
 
     def key(self, body: dict) -> str:
-        return digest({"teacher": self.config.name, "model": self.config.model, "request": body})
+        # How the answer travels is not part of what was asked: a streamed answer serves a later
+        # non-streamed run of the same request and the other way round.
+        request = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+        return digest({"teacher": self.config.name, "model": self.config.model, "request": request})
 
     def worst_cost(self, body: dict) -> float:
         prompt_tokens = len(json.dumps(body, ensure_ascii=False).encode())
@@ -161,16 +219,19 @@ class Teacher:
                 start = time.monotonic()
                 self.stats.attempts += 1
                 try:
-                    response = await self.http.post(self._url, json=body, headers=self._headers,
-                                                    timeout=self.config.timeout_s)
-                    # Read the body inside the try: a cut connection surfaces here.
-                    data_text = response.text
-                except (httpx.TimeoutException, httpx.TransportError) as exc:
+                    response, data_text, streamed = await self._send(body)
+                except (httpx.TimeoutException, httpx.TransportError, _Incomplete) as exc:
                     await self.budget.settle(reservation, reservation)  # may have been billed
                     settled = True
-                    kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "transport"
+                    kind = ("timeout" if isinstance(exc, httpx.TimeoutException)
+                            else "incomplete-stream" if isinstance(exc, _Incomplete) else "transport")
                     error = f"{kind}: {type(exc).__name__}: {exc}"[:300]
                     self.stats.retries[kind] += 1
+                except _Malformed as exc:
+                    await self.budget.settle(reservation, reservation)
+                    settled = True
+                    error = f"malformed response: {exc}"[:300]
+                    self.stats.retries["malformed"] += 1
                 else:
                     latency = time.monotonic() - start
                     if response.status_code in _RETRY_STATUS or response.status_code >= 500:
@@ -186,7 +247,7 @@ class Teacher:
                         return self.answer_for(error=f"HTTP {response.status_code}: {data_text[:300]}", latency_s=latency)
                     else:
                         try:
-                            data = json.loads(data_text)
+                            data = streamed if streamed is not None else json.loads(data_text)
                             action, input_tokens, output_tokens = _action_from_response(data)
                         except (json.JSONDecodeError, _Malformed) as exc:
                             await self.budget.settle(reservation, reservation)
@@ -218,3 +279,17 @@ class Teacher:
                 await asyncio.sleep(delay)
         self.stats.failed += 1
         return self.answer_for(error=f"gave up after {self.retry.max_attempts} attempts: {error}")
+
+    async def _send(self, body: dict) -> tuple[httpx.Response, str, dict | None]:
+        """(response, body text, the assembled completion of a 200 stream or None). The body is read
+        here so that a connection cut part-way surfaces as a transport error."""
+        if not self.config.stream:
+            response = await self.http.post(self._url, json=body, headers=self._headers,
+                                            timeout=self.config.timeout_s)
+            return response, response.text, None
+        async with self.http.stream("POST", self._url, json=body, headers=self._headers,
+                                    timeout=self.config.timeout_s) as response:
+            if response.status_code != 200:
+                await response.aread()
+                return response, response.text, None
+            return response, "", await assemble_stream(response.aiter_lines())

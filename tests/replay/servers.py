@@ -9,7 +9,9 @@
   tracks calls in flight and their maximum, can add a delay, and records the `usage` it returned.
 - `fault_app`: an OpenAI-compatible chat server that answers correctly (it reverses the letters
   of the last user message) after injecting, per state, a scripted sequence of faults:
-  429 + Retry-After, 500, a slow answer, malformed JSON, a truncated body.
+  429 + Retry-After, 500, a slow answer, malformed JSON, a truncated body; asked to stream, it
+  answers in server-sent events (one chunk per word, usage last) and its faults become a stream
+  cut mid-way, one that ends without [DONE], a malformed chunk and an error chunk.
 """
 
 from __future__ import annotations
@@ -215,11 +217,14 @@ def fault_app(script: list[str], *, retry_after_s: float = 0.2, slow_s: float = 
             return JSONResponse({"error": {"message": "upstream exploded"}}, status_code=500)
         if fault == "slow":
             await asyncio.sleep(slow_s)
-        if fault == "malformed":
-            return Response(b'{"id": "chatcmpl-x", "choices": [{"message": {"content": "a b', media_type="application/json")
         text = reverse_answer(body["messages"])
         prompt_tokens = max(1, int(len(json.dumps(body["messages"])) * tokens_per_char))
         completion_tokens = min(body.get("max_tokens") or 16, len(text.split()) + 1)
+        if body.get("stream"):
+            return StreamingResponse(sse(text, body.get("model"), prompt_tokens, completion_tokens, fault),
+                                     media_type="text/event-stream")
+        if fault == "malformed":
+            return Response(b'{"id": "chatcmpl-x", "choices": [{"message": {"content": "a b', media_type="application/json")
         payload = json.dumps({
             "id": f"chatcmpl-{random.random()}", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model"), "choices": [{"index": 0, "finish_reason": "stop",
@@ -235,6 +240,33 @@ def fault_app(script: list[str], *, retry_after_s: float = 0.2, slow_s: float = 
         return Response(payload, media_type="application/json")
 
     return app
+
+
+async def sse(text: str, model: str | None, prompt_tokens: int, completion_tokens: int, fault: str):
+    """A chat-completion stream as OpenAI sends it: a role chunk, content deltas, a finish chunk, a usage
+    chunk with no choices (include_usage), then [DONE]; keep-alive comments in between."""
+    def event(choices: list, **extra) -> bytes:
+        return f"data: {json.dumps({'id': 'chatcmpl-s', 'object': 'chat.completion.chunk', 'model': model, 'choices': choices, **extra})}\n\n".encode()
+
+    words = text.split(" ")
+    events = [b": keep-alive\n\n", event([{"index": 0, "delta": {"role": "assistant", "content": ""}}])]
+    events += [event([{"index": 0, "delta": {"content": w if i == 0 else " " + w}}]) for i, w in enumerate(words)]
+    events += [event([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+               event([], usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                "total_tokens": prompt_tokens + completion_tokens}),
+               b"data: [DONE]\n\n"]
+    half = len(events) // 2
+    if fault == "malformed":
+        events.insert(half, b'data: {"choices": [{"delta": {"content": "a b\n\n')
+    if fault == "error-chunk":
+        events[half:] = [b'data: {"error": {"message": "upstream provider failed", "code": 502}}\n\n']
+    for i, chunk in enumerate(events):
+        if i == half and fault == "truncated":
+            raise RuntimeError("connection cut mid-stream")  # uvicorn aborts the chunked response
+        if i == half and fault == "unfinished":
+            return  # a clean end of the body, but no [DONE]
+        yield chunk
+        await asyncio.sleep(0)
 
 
 def fault_server(script: list[str], delay_s: float = 0.0, **options) -> ServerThread:

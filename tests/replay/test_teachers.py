@@ -4,6 +4,7 @@ truncated bodies, malformed JSON, non-retryable errors, and the hard budget cap 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from servers import fault_server, reverse_prompts
 from composer_prime.pairs import read_pairs
 from composer_prime.replay.config import ReplayConfig
 from composer_prime.replay.main import run
+from composer_prime.replay.teachers import assemble_stream
 from composer_prime.traces import RolloutTrace, write_traces
 
 
@@ -57,6 +59,61 @@ def test_retries_every_fault_then_answers(tmp_path):
         assert pair.chosen.content == " ".join(reversed(letters))
         answer = pair.provenance.teachers[0]
         assert answer.input_tokens > 0 and answer.cost_usd > 0 and answer.latency_s > 0
+
+
+def test_streamed_answers_retry_every_stream_fault(tmp_path):
+    trace = wrong_student_trace(tmp_path, 4)
+    server = fault_server(["429", "truncated", "unfinished", "malformed", "error-chunk"], retry_after_s=0.1)
+    try:
+        stats = asyncio.run(run(config(trace, server.url, tmp_path / "out", teacher={"stream": True})))
+        counts = dict(server.app.counts)
+    finally:
+        server.stop()
+    assert len(counts) == 4 and set(counts.values()) == {6}
+    flaky = stats.teachers["flaky"]
+    assert flaky["answered"] == 4 and flaky["failed"] == 0
+    assert flaky["retries"] == {"429": 4, "transport": 4, "incomplete-stream": 8, "malformed": 4}
+    for pair in read_pairs(tmp_path / "out" / "pairs.jsonl"):
+        letters = "".join(pair.state[-1].content.split())
+        assert pair.chosen.content == " ".join(reversed(letters))
+        answer = pair.provenance.teachers[0]
+        # usage came in the stream's last chunk, so the call is charged what was used, not the worst case
+        assert answer.output_tokens == len(letters) + 1 and answer.input_tokens > 0
+    assert stats.spent_usd > flaky["cost_usd"] > 0  # incomplete streams and cut ones are charged as billed
+
+    # the cache does not care how an answer travelled: the same run without streaming pays nothing
+    server = fault_server([])
+    try:
+        again = asyncio.run(run(config(trace, server.url, tmp_path / "out")))
+        assert server.app.total == 0 and again.teachers["flaky"]["cached"] == 4 and again.pairs_written == 4
+    finally:
+        server.stop()
+
+
+def test_assemble_stream_merges_tool_call_deltas():
+    def lines(*chunks):
+        async def gen():
+            yield ": OPENROUTER PROCESSING"
+            for chunk in chunks:
+                yield chunk if isinstance(chunk, str) else "data: " + json.dumps(chunk)
+                yield ""
+        return gen()
+
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": ""}}
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Let me look."}}]},
+              {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
+              {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"path": '}}]}}]},
+              {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '"a.py"}'}}]}}]},
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+              {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 9}}]
+    completion = asyncio.run(assemble_stream(lines(*chunks, "data: [DONE]")))
+    message = completion["choices"][0]["message"]
+    assert message["content"] == "Let me look." and completion["usage"]["completion_tokens"] == 9
+    assert message["tool_calls"] == [{"id": "call_1", "type": "function",
+                                      "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}]
+    assert completion["choices"][0]["finish_reason"] == "tool_calls"
+    with pytest.raises(Exception, match=r"before data: \[DONE\]"):
+        asyncio.run(assemble_stream(lines(*chunks)))
 
 
 def test_timeout_is_retried_and_charged_as_worst_case(tmp_path):

@@ -1,20 +1,33 @@
 """VOI gating on a real trace with local teachers: teacher calls cut and pairs kept, ungated baseline in the same run.
 
-    uv run python benchmarks/replay_voi.py [--steps 50] [--seed 0] [--top-fraction 0.4] [--threshold H]
-        [--student DIR --teachers DIR DIR DIR]
+    uv run python benchmarks/replay_voi.py --sft-models outputs/replay-voi-models [--steps 200] [--seed 0]
+        [--student-temperature 0] [--top-fraction 0.4] [--threshold H] [--aggregate mean|max] [--tiered]
+    uv run python benchmarks/replay_voi.py --student DIR --teachers DIR DIR DIR [...]
+    uv run python benchmarks/replay_voi.py [--noise 0.02]      (perturbed copies of the warm start)
 
 Setup (all on 127.0.0.1, nothing downloaded): four different local tiny models, each served by our
-inference server: the committed quickstart warm start and three copies with seeded Gaussian weight
-noise (2% of each tensor's std). The student is one perturbed copy; its trace is real: it answers
-`--steps` reverse-text prompts greedily through /v1/chat/completions and is written as a
-composer-prime rollout file. The three other models are the teachers (greedy, k = 2 of 3).
-The student's entropy comes from /score on the student's own server.
+inference server. The student's trace is real: it answers `--steps` reverse-text prompts through
+/v1/chat/completions (greedy unless `--student-temperature`) and is written as a composer-prime
+rollout file. The three other models are the teachers (greedy, k = 2 of 3). The student's entropy
+comes from /score on the student's own server.
+
+Which models:
+- `--sft-models DIR`: the setting the gate is for, a student that is right on most steps and
+  teachers better than it. SFT of the quickstart's tiny model on reverse-text demonstrations,
+  built into DIR on first use (~15 min on 2 cores, then reused): the student stopped at 1000
+  steps (about 3 in 4 greedy answers exact), teachers after 3000, 3000 and 2500 steps (seeds 1, 2,
+  3; the last is weaker than the student on some prompts).
+- `--student/--teachers`: any model directories (e.g. RL checkpoints of the quickstart).
+- neither: the committed warm start and copies with seeded Gaussian weight noise (`--noise` of each
+  tensor's std); the student is one perturbed copy.
 
 Baseline: the ungated run asks all 3 teachers at every step. Gated: the same config with
-`voi.enabled` at its default (top_fraction 0.4) or the given threshold. Both runs use their own
-empty cache, so the call counts are real calls counted at the servers.
-  calls cut  = 1 - gated calls / ungated calls
-  pairs kept = |gated pairs & ungated pairs| / |ungated pairs|   (pairs matched by step id)
+`voi.enabled` at its default (top_fraction 0.4) or the given threshold. With `--tiered` two more
+runs put the first teacher in tier 0 and the other two in tier 1 (asked only where tier 0 disagrees
+with the student), without and with the gate. Every run uses its own empty cache, so the call
+counts are real calls counted at the servers.
+  calls cut  = 1 - run's calls / ungated calls
+  pairs kept = |run's pairs & ungated pairs| / |ungated pairs|   (pairs matched by step id)
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +49,29 @@ from composer_prime.pairs import read_pairs  # noqa: E402
 from composer_prime.replay.config import ReplayConfig  # noqa: E402
 from composer_prime.replay.main import run  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
+# name -> (SFT steps, seed): see the docstring
+SFT_MODELS = {"student": (1000, 6), "alpha": (3000, 1), "beta": (3000, 2), "gamma": (2500, 3)}
+
+
+def sft_models(out: Path) -> dict[str, Path]:
+    """The four SFT models in `out`, trained with the quickstart's tiny model and SFT config where missing."""
+    bin_dir = Path(sys.executable).parent
+    tiny = out / "tiny-model"
+    if not (tiny / "config.json").exists():
+        subprocess.run([bin_dir / "tiny-model", "@", ROOT / "configs/quickstart/tiny_model.toml",
+                        "--output-dir", tiny], check=True)
+    models = {}
+    for name, (steps, seed) in SFT_MODELS.items():
+        model = out / name / "model"
+        if not (model / "config.json").exists():
+            print(f"training {name}: {steps} SFT steps, seed {seed} -> {model}", flush=True)
+            subprocess.run([bin_dir / "sft", "@", ROOT / "configs/quickstart/sft.toml", "--model.path", tiny,
+                            "--max-steps", str(steps), "--seed", str(seed), "--output-dir", out / name,
+                            "--save-dir", model, "--log.progress", "false"], check=True)
+        models[name] = model
+    return models
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -47,6 +84,10 @@ def main() -> None:
     parser.add_argument("--aggregate", choices=["mean", "max"], default=None)
     parser.add_argument("--similarity", type=float, default=1.0,
                         help="agreement.similarity: below 1, answers this close (difflib ratio) count as the same")
+    parser.add_argument("--sft-models", type=Path, default=None,
+                        help="directory of the SFT student and teachers (built there on first use)")
+    parser.add_argument("--tiered", action="store_true",
+                        help="also run with the first teacher in tier 0 and the others in tier 1, ungated and gated")
     parser.add_argument("--student", type=Path, default=None,
                         help="a model directory as the student instead of a perturbed warm start")
     parser.add_argument("--teachers", type=Path, nargs=3, default=None,
@@ -54,12 +95,15 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="replay-voi-"))
     start = time.monotonic()
-    models = {"student": args.student or model_variant(root / "student", args.noise, seed=100 + args.seed),
-              "alpha": model_variant(root / "alpha"),
-              "beta": model_variant(root / "beta", args.noise, seed=1),
-              "gamma": model_variant(root / "gamma", args.noise, seed=2)}
-    if args.teachers:
-        models |= dict(zip(("alpha", "beta", "gamma"), args.teachers))
+    if args.sft_models:
+        models = sft_models(args.sft_models)
+    else:
+        models = {"student": args.student or model_variant(root / "student", args.noise, seed=100 + args.seed),
+                  "alpha": model_variant(root / "alpha"),
+                  "beta": model_variant(root / "beta", args.noise, seed=1),
+                  "gamma": model_variant(root / "gamma", args.noise, seed=2)}
+        if args.teachers:
+            models |= dict(zip(("alpha", "beta", "gamma"), args.teachers))
     servers = {name: inference_server(path) for name, path in models.items()}
     try:
         trace = student_trace(servers["student"].url, root / "trace", n=args.steps, seed=args.seed,
@@ -72,12 +116,17 @@ def main() -> None:
             voi["aggregate"] = args.aggregate
         if args.threshold is not None:
             voi["threshold"] = args.threshold
+        runs = [("ungated", {"enabled": False}, teachers), ("gated", voi, teachers)]
+        if args.tiered:
+            tiered = [teacher(n, servers[n].url, tier=int(n != "alpha")) for n in ("alpha", "beta", "gamma")]
+            runs += [("tiered", {"enabled": False}, tiered), ("tiered+gated", voi, tiered)]
         results = {}
-        for label, gate in (("ungated", {"enabled": False}), ("gated", voi)):
+        for label, gate, pool in runs:
             for server in servers.values():
                 server.app.counts.clear()
-            config = ReplayConfig(sources=[{"path": str(trace), "format": "composer-prime"}], teachers=teachers,
-                                  output_dir=str(root / label), progress=False, agreement={"k": 2, "similarity": args.similarity}, voi=gate)
+            config = ReplayConfig(sources=[{"path": str(trace), "format": "composer-prime"}], teachers=pool,
+                                  output_dir=str(root / label), progress=False,
+                                  agreement={"k": 2, "similarity": args.similarity}, voi=gate)
             stats = asyncio.run(run(config))
             calls = sum(servers[n].app.counts.total() for n in ("alpha", "beta", "gamma"))
             results[label] = {"calls": calls, "pairs": {p.id for p in read_pairs(root / label / "pairs.jsonl")},
@@ -85,17 +134,20 @@ def main() -> None:
     finally:
         for server in servers.values():
             server.stop()
-    ungated, gated = results["ungated"], results["gated"]
-    kept = len(gated["pairs"] & ungated["pairs"])
-    report = {
-        "steps": args.steps, "seed": args.seed, "similarity": args.similarity, "gate": voi,
-        "ungated": {"calls": ungated["calls"], "pairs": len(ungated["pairs"])},
-        "gated": {"calls": gated["calls"], "pairs": len(gated["pairs"]),
-                  "steps_gated_out": gated["stats"].steps_gated_out},
-        "calls_cut_pct": round(100 * (1 - gated["calls"] / max(1, ungated["calls"])), 1),
-        "pairs_kept_pct": round(100 * kept / max(1, len(ungated["pairs"])), 1),
-        "seconds": round(time.monotonic() - start, 1),
-    }
+    ungated = results["ungated"]
+    report = {"steps": args.steps, "seed": args.seed, "student_temperature": args.student_temperature,
+              "similarity": args.similarity, "gate": {k: v for k, v in voi.items() if k != "student_url"},
+              "ungated": {"calls": ungated["calls"], "pairs": len(ungated["pairs"])}}
+    for label, result in results.items():
+        if label == "ungated":
+            continue
+        report[label] = {
+            "calls": result["calls"], "pairs": len(result["pairs"]),
+            "steps_gated_out": result["stats"].steps_gated_out,
+            "calls_cut_pct": round(100 * (1 - result["calls"] / max(1, ungated["calls"])), 1),
+            "pairs_kept_pct": round(100 * len(result["pairs"] & ungated["pairs"]) / max(1, len(ungated["pairs"])), 1),
+        }
+    report["seconds"] = round(time.monotonic() - start, 1)
     print(json.dumps(report, indent=2))
 
 

@@ -14,6 +14,14 @@ TraceFormat = Literal["claude-code", "openai-chat", "verifiers", "composer-prime
 class SourceConfig(BaseConfig):
     path: Annotated[Path, Field(description="A trace file, or a directory whose *.jsonl files are all read.")]
     format: Annotated[TraceFormat, Field(description="Which ingester reads it.")]
+    tools_file: Annotated[
+        Path | None, Field(description="OpenAI `tools` list (JSON) for steps whose trace carries no tool schemas, "
+                                       "as Claude Code logs do.")
+    ] = None
+    infer_tools: Annotated[
+        bool, Field(description="Without tools_file, describe schemaless steps' tools from the calls in their own "
+                                "trace (names, argument names and types), so teachers can call them.")
+    ] = True
 
 
 class TeacherConfig(BaseConfig):

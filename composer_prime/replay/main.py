@@ -26,6 +26,7 @@ from composer_prime.replay.ingest import ingest
 from composer_prime.replay.pipeline import Replayer, StepOutcome, keep_pair, state_chars
 from composer_prime.replay.stats import RunStats
 from composer_prime.replay.steps import Step, digest
+from composer_prime.replay.tools import with_tools
 from composer_prime.utils.fs import atomic_write_bytes
 
 log = logging.getLogger("replay")
@@ -35,6 +36,7 @@ def load_steps(config: ReplayConfig, stats: RunStats) -> list[Step]:
     steps: list[Step] = []
     for source in config.sources:
         found, report = ingest(source.path, source.format)
+        found = with_tools(found, source.tools_file, source.infer_tools)
         stats.sources[str(source.path)] = {"format": source.format, **report.as_dict()}
         steps.extend(found)
     stats.steps_ingested = len(steps)

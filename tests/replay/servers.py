@@ -194,9 +194,10 @@ def reverse_answer(messages: list[dict]) -> str:
 
 
 def fault_app(script: list[str], *, retry_after_s: float = 0.2, slow_s: float = 3.0,
-              tokens_per_char: float = 0.25) -> FastAPI:
+              tokens_per_char: float = 0.25, strict_tools: bool = False) -> FastAPI:
     """Attempt i (per state) answers with `script[i]` (then "ok" for ever). The good answer reverses
-    the letters of the last user message; usage counts prompt characters * tokens_per_char."""
+    the letters of the last user message; usage counts prompt characters * tokens_per_char.
+    `strict_tools` refuses, as Anthropic's API does, a conversation with tool calls but no `tools`."""
     app = FastAPI()
     attempts: Counter = Counter()
     app.state.attempts = attempts
@@ -205,6 +206,9 @@ def fault_app(script: list[str], *, retry_after_s: float = 0.2, slow_s: float = 
     async def chat(request: Request):
         raw = await request.body()
         body = json.loads(raw)
+        if strict_tools and not body.get("tools") and any(m.get("tool_calls") for m in body["messages"]):
+            return JSONResponse({"error": {"message": "Requests which include `tool_use` or `tool_result` blocks "
+                                                      "must define tools."}}, status_code=400)
         key = state_key(raw)
         fault = script[attempts[key]] if attempts[key] < len(script) else "ok"
         attempts[key] += 1

@@ -12,7 +12,8 @@ Replay rules:
 - `tool_use` becomes an OpenAI tool call, `tool_result` a `tool` message right after the turn
   that called it; unpaired ones are counted and dropped (see steps.py).
 - Malformed lines and unknown event types are counted and skipped; the rest is kept.
-Tool schemas are not in the log, so steps carry none.
+Tool schemas are not in the log, so steps carry none here; replay gives them a tools file's schemas
+or infers them from the session's calls (replay/tools.py).
 """
 
 from __future__ import annotations

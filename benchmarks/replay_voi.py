@@ -14,7 +14,7 @@ comes from /score on the student's own server.
 Which models:
 - `--sft-models DIR`: the setting the gate is for, a student that is right on most steps and
   teachers better than it. SFT of the quickstart's tiny model on reverse-text demonstrations,
-  built into DIR on first use (~15 min on 2 cores, then reused): the student stopped at 1000
+  built into DIR on first use (~13 min on 2 cores, then reused): the student stopped at 1000
   steps (about 3 in 4 greedy answers exact), teachers after 3000, 3000 and 2500 steps (seeds 1, 2,
   3; the last is weaker than the student on some prompts).
 - `--student/--teachers`: any model directories (e.g. RL checkpoints of the quickstart).

@@ -1,7 +1,9 @@
 """How well does each student-side uncertainty signal predict the steps where teachers agree against the student?
 
-    uv run python benchmarks/replay_voi_signals.py --student DIR --teachers DIR DIR DIR [--steps 200] [--seed 0]
-        [--k 2] [--similarity 1.0]
+    uv run python benchmarks/replay_voi_signals.py (--sft-models DIR | --student DIR --teachers DIR DIR DIR)
+        [--steps 200] [--seed 0] [--k 2] [--similarity 1.0]
+
+`--sft-models` is replay_voi.py's SFT student and teachers (built in DIR on first use).
 
 The same real trace as replay_voi.py (the student answers `--steps` reverse-text prompts greedily
 through its own inference server), replayed ungated with the 3 local teachers; a step is positive
@@ -27,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "replay"))
 
+from replay_voi import sft_models  # noqa: E402
 from servers import inference_server, student_trace, teacher  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
@@ -75,15 +78,22 @@ def kept_at(x: np.ndarray, positive: np.ndarray, fraction: float) -> tuple[float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--student", type=Path, required=True)
-    parser.add_argument("--teachers", type=Path, nargs=3, required=True)
+    models = parser.add_mutually_exclusive_group(required=True)
+    models.add_argument("--sft-models", type=Path)
+    models.add_argument("--student", type=Path)
+    parser.add_argument("--teachers", type=Path, nargs=3)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", type=int, default=2, help="teachers that must agree against the student")
     parser.add_argument("--similarity", type=float, default=1.0)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="replay-voi-signals-"))
-    models = {"student": args.student, **dict(zip(("alpha", "beta", "gamma"), args.teachers))}
+    if args.sft_models:
+        models = sft_models(args.sft_models)
+    elif args.teachers:
+        models = {"student": args.student, **dict(zip(("alpha", "beta", "gamma"), args.teachers))}
+    else:
+        parser.error("--student needs --teachers")
     servers = {name: inference_server(path) for name, path in models.items()}
     try:
         trace = student_trace(servers["student"].url, root / "trace", n=args.steps, seed=args.seed, temperature=0.0)
@@ -94,7 +104,7 @@ def main() -> None:
         asyncio.run(run(config))
         pairs = {p.id for p in read_pairs(root / "ungated" / "pairs.jsonl")}
         steps = load_steps(config, RunStats())
-        values = asyncio.run(signals(servers["student"].url, AutoTokenizer.from_pretrained(args.student), steps))
+        values = asyncio.run(signals(servers["student"].url, AutoTokenizer.from_pretrained(models["student"]), steps))
     finally:
         for server in servers.values():
             server.stop()

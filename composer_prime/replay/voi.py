@@ -12,6 +12,11 @@ Gate: a step is replayed when H >= `threshold` (nats) or, without a threshold, w
 the `top_fraction` most uncertain steps of the run (ties at the cut included). The fraction is the
 default because an absolute entropy means different things for different students; it fixes the
 share of steps sent to teachers (calls cut = 1 - top_fraction) and lets the entropy decide which.
+
+The gate pays where the student's entropy tracks its mistakes: a student that is right on most
+steps and calibrated, with teachers better than it. It cannot where most steps yield a pair (no
+gate keeps more than top_fraction / pair rate of them), nor where the teachers are weaker than the
+student (they agree on wrong answers where it is confident). benchmarks/README.md has all three.
 """
 
 from __future__ import annotations

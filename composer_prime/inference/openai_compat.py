@@ -1,6 +1,10 @@
 """OpenAI-compatible routes over a Backend: /v1/completions, /v1/chat/completions, /v1/models.
 
-Non-streaming. Besides OpenAI's sampling fields, `top_k` and `stop_token_ids` (vLLM's
+`stream = true` sends the answer as server-sent events, one chunk per token that adds text, then
+a chunk with the finish reason, a usage chunk when `stream_options.include_usage` asks for one,
+and `data: [DONE]`. The backends generate whole answers, so the chunks go out once generation
+ends: clients that require streaming work unchanged, but the first token arrives no sooner.
+Besides OpenAI's sampling fields, `top_k` and `stop_token_ids` (vLLM's
 extensions) are accepted; other unknown fields are ignored, as OpenAI clients send many.
 `stop` strings cut the text after generation; the kept token ids end with the one that
 completed the stop string. `logprobs` are those of the sampled tokens under the distribution
@@ -11,11 +15,14 @@ A chat request's `model` may be any name: the server has one model.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, HTTPException
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from composer_prime.inference.backend import Backend
@@ -39,6 +46,10 @@ class _SamplingFields(BaseModel):
     stop: str | list[str] | None = None
     stop_token_ids: list[int] = Field(default_factory=list)
     stream: bool = False
+    stream_options: dict[str, Any] | None = None
+
+    def include_usage(self) -> bool:
+        return bool(self.stream and (self.stream_options or {}).get("include_usage"))
 
     def stops(self) -> list[str]:
         return [self.stop] if isinstance(self.stop, str) else [s for s in self.stop or [] if s]
@@ -79,6 +90,32 @@ def _cut_at_stop(tokenizer, completion: Completion, stops: list[str]) -> _Choice
     return _Choice(text=text[:cut], token_ids=ids[:kept], logprobs=completion.logprobs[:kept], finish_reason="stop")
 
 
+def _pieces(tokenizer, choice: _Choice) -> Iterator[tuple[str, list[int], list[float]]]:
+    """The choice's text cut at token boundaries: (text, token ids, their log-probs) per piece.
+
+    A token ending inside a multi-byte character decodes to U+FFFD until the character is complete,
+    so it joins the next piece; the pieces' texts concatenate to exactly `choice.text`."""
+    text, ids = choice.text, choice.token_ids
+    start, first = 0, 0
+    for k in range(1, len(ids) + 1):
+        last = k == len(ids)
+        prefix = tokenizer.decode(ids[:k], skip_special_tokens=True)
+        if not last and (prefix.endswith("\ufffd") or min(len(prefix), len(text)) <= start):
+            continue  # no new text yet: this token joins the next piece
+        end = len(text) if last else min(len(prefix), len(text))
+        yield text[start:end], ids[first:k], choice.logprobs[first:k]
+        start, first = end, k
+
+
+def _sse(chunks: Iterator[dict[str, Any]]) -> StreamingResponse:
+    def events() -> Iterator[str]:
+        for chunk in chunks:
+            yield f"data: {json.dumps(chunk)}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
 def _text_content(message: dict[str, Any]) -> dict[str, Any]:
     """OpenAI allows `content` as a list of parts; chat templates expect a string."""
     content = message.get("content")
@@ -92,8 +129,6 @@ def openai_router(backend: Backend, throughput: Throughput) -> APIRouter:
     tokenizer = backend.tokenizer
 
     async def sample(prompt_ids: list[int], body: _SamplingFields, max_tokens: int) -> list[_Choice]:
-        if body.stream:
-            raise HTTPException(status_code=400, detail="streaming is not supported; send stream=false")
         request = GenerateRequest(
             prompt_token_ids=prompt_ids, n=body.n, max_tokens=max_tokens, temperature=body.temperature,
             top_p=body.top_p, top_k=body.top_k, stop_token_ids=body.stop_token_ids, seed=body.seed,
@@ -120,8 +155,8 @@ def openai_router(backend: Backend, throughput: Throughput) -> APIRouter:
             {"id": backend.model_name, "object": "model", "created": 0, "owned_by": "composer-prime"}
         ]}
 
-    @router.post("/completions")
-    async def completions(body: CompletionRequest) -> dict[str, Any]:
+    @router.post("/completions", response_model=None)
+    async def completions(body: CompletionRequest) -> dict[str, Any] | StreamingResponse:
         if isinstance(body.prompt, str):
             prompts = [tokenizer.encode(body.prompt)]
         elif body.prompt and isinstance(body.prompt[0], str):
@@ -131,24 +166,39 @@ def openai_router(backend: Backend, throughput: Throughput) -> APIRouter:
         if any(not p for p in prompts):
             raise HTTPException(status_code=400, detail="prompt is empty")
         results = await asyncio.gather(*(sample(p, body, body.max_tokens) for p in prompts))
-        choices: list[dict[str, Any]] = []
-        for choice in (c for per_prompt in results for c in per_prompt):
-            logprobs = None
-            if body.logprobs is not None:
-                tokens = token_strings(choice.token_ids)
-                offsets = [sum(len(t) for t in tokens[:i]) for i in range(len(tokens))]
-                logprobs = {"tokens": tokens, "token_logprobs": choice.logprobs, "top_logprobs": None,
-                            "text_offset": offsets}
-            choices.append({"index": len(choices), "text": choice.text, "logprobs": logprobs,
-                            "finish_reason": choice.finish_reason})
-        return {
-            "id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
-            "model": backend.model_name, "choices": choices,
-            "usage": usage(sum(len(p) for p in prompts), [c for per_prompt in results for c in per_prompt]),
-        }
+        flat = [c for per_prompt in results for c in per_prompt]
+        head = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
+                "model": backend.model_name}
+        total = usage(sum(len(p) for p in prompts), flat)
 
-    @router.post("/chat/completions")
-    async def chat_completions(body: ChatCompletionRequest) -> dict[str, Any]:
+        def logprobs(ids: list[int], lps: list[float], offset: int) -> dict[str, Any] | None:
+            if body.logprobs is None:
+                return None
+            tokens = token_strings(ids)
+            offsets = [offset + sum(len(t) for t in tokens[:i]) for i in range(len(tokens))]
+            return {"tokens": tokens, "token_logprobs": lps, "top_logprobs": None, "text_offset": offsets}
+
+        if not body.stream:
+            choices = [{"index": i, "text": c.text, "logprobs": logprobs(c.token_ids, c.logprobs, 0),
+                        "finish_reason": c.finish_reason} for i, c in enumerate(flat)]
+            return {**head, "choices": choices, "usage": total}
+
+        def chunks() -> Iterator[dict[str, Any]]:
+            for index, choice in enumerate(flat):
+                offset = 0
+                for text, ids, lps in _pieces(tokenizer, choice):
+                    yield {**head, "choices": [{"index": index, "text": text, "logprobs": logprobs(ids, lps, offset),
+                                                "finish_reason": None}]}
+                    offset += len("".join(token_strings(ids)))
+                yield {**head, "choices": [{"index": index, "text": "", "logprobs": None,
+                                            "finish_reason": choice.finish_reason}]}
+            if body.include_usage():
+                yield {**head, "choices": [], "usage": total}
+
+        return _sse(chunks())
+
+    @router.post("/chat/completions", response_model=None)
+    async def chat_completions(body: ChatCompletionRequest) -> dict[str, Any] | StreamingResponse:
         try:
             messages = [_text_content(m) for m in body.messages]
             prompt_ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
@@ -156,19 +206,35 @@ def openai_router(backend: Backend, throughput: Throughput) -> APIRouter:
             raise HTTPException(status_code=400, detail=f"chat template failed: {exc}") from None
         max_tokens = body.max_completion_tokens or body.max_tokens or _CHAT_MAX_TOKENS
         results = await sample(list(prompt_ids), body, max_tokens)
-        choices = []
-        for index, choice in enumerate(results):
-            logprobs = None
-            if body.logprobs:
-                logprobs = {"content": [
-                    {"token": token, "logprob": lp, "bytes": list(token.encode()), "top_logprobs": []}
-                    for token, lp in zip(token_strings(choice.token_ids), choice.logprobs)
-                ]}
-            choices.append({"index": index, "message": {"role": "assistant", "content": choice.text},
-                            "logprobs": logprobs, "finish_reason": choice.finish_reason})
-        return {
-            "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
-            "model": backend.model_name, "choices": choices, "usage": usage(len(prompt_ids), results),
-        }
+        total = usage(len(prompt_ids), results)
+
+        def logprobs(ids: list[int], lps: list[float]) -> dict[str, Any]:
+            return {"content": [{"token": token, "logprob": lp, "bytes": list(token.encode()), "top_logprobs": []}
+                                for token, lp in zip(token_strings(ids), lps)]}
+
+        if not body.stream:
+            choices = [{"index": i, "message": {"role": "assistant", "content": c.text},
+                        "logprobs": logprobs(c.token_ids, c.logprobs) if body.logprobs else None,
+                        "finish_reason": c.finish_reason} for i, c in enumerate(results)]
+            return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
+                    "model": backend.model_name, "choices": choices, "usage": total}
+
+        head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": backend.model_name}
+
+        def chunks() -> Iterator[dict[str, Any]]:
+            for index, choice in enumerate(results):
+                yield {**head, "choices": [{"index": index, "delta": {"role": "assistant", "content": ""},
+                                            "logprobs": None, "finish_reason": None}]}
+                for text, ids, lps in _pieces(tokenizer, choice):
+                    yield {**head, "choices": [{"index": index, "delta": {"content": text},
+                                                "logprobs": logprobs(ids, lps) if body.logprobs else None,
+                                                "finish_reason": None}]}
+                yield {**head, "choices": [{"index": index, "delta": {}, "logprobs": None,
+                                            "finish_reason": choice.finish_reason}]}
+            if body.include_usage():
+                yield {**head, "choices": [], "usage": total}
+
+        return _sse(chunks())
 
     return router

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+
+from composer_prime.inference.openai_compat import _Choice, _pieces
 
 openai = pytest.importorskip("openai")  # installed with verifiers
 
@@ -76,7 +80,6 @@ def test_chat_content_parts_read_as_text(client):
 
 
 def test_unsupported_or_bad_requests_are_400(client):
-    assert client.post("/v1/completions", json={"prompt": "hi", "stream": True}).status_code == 400
     assert client.post("/v1/completions", json={"prompt": ""}).status_code == 400
     assert client.post("/v1/chat/completions", json={"messages": []}).status_code == 422
     assert client.post("/v1/completions", json={"prompt": [5, 100_000]}).status_code == 400
@@ -100,3 +103,65 @@ def test_the_openai_client_parses_every_route(server, tiny_model_dir):
             top_p=0.9, extra_body={"top_k": 20},
         )
         assert [c.message.content for c in again.choices] == [c.message.content for c in chat.choices]
+
+
+def sse_chunks(reply) -> list[dict]:
+    """The JSON chunks of an SSE body, checking the framing: `data:` events, `[DONE]` last."""
+    assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/event-stream")
+    events = [e for e in reply.text.split("\n\n") if e]
+    assert all(e.startswith("data: ") for e in events) and events[-1] == "data: [DONE]"
+    return [json.loads(e[len("data: "):]) for e in events[:-1]]
+
+
+def test_streamed_completions_carry_the_same_answer(client):
+    plain = {"prompt": ["reverse text", "hello"], "max_tokens": 12, "temperature": 0, "n": 2, "logprobs": 1}
+    full = client.post("/v1/completions", json=plain).json()
+    stream = client.post("/v1/completions", json={**plain, "stream": True, "stream_options": {"include_usage": True}})
+    chunks = sse_chunks(stream)
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == full["usage"]
+    assert all(c["object"] == "text_completion" and c["id"] == chunks[0]["id"] for c in chunks)
+    for expected in full["choices"]:
+        mine = [ch for c in chunks for ch in c["choices"] if ch["index"] == expected["index"]]
+        assert "".join(ch["text"] for ch in mine) == expected["text"]
+        assert [ch["finish_reason"] for ch in mine] == [None] * (len(mine) - 1) + [expected["finish_reason"]]
+        for field in ("tokens", "token_logprobs", "text_offset"):
+            assert [x for ch in mine if ch["logprobs"] for x in ch["logprobs"][field]] == expected["logprobs"][field]
+    without_usage = sse_chunks(client.post("/v1/completions", json={**plain, "stream": True}))
+    assert all("usage" not in c for c in without_usage)
+
+
+def test_streamed_chat_cut_at_a_stop_string(client, tokenizer):
+    messages = [{"role": "user", "content": "hello world"}]
+    plain = {"messages": messages, "max_tokens": 16, "temperature": 0, "logprobs": True}
+    text = client.post("/v1/chat/completions", json=plain).json()["choices"][0]["message"]["content"]
+    stop = text[4:6]
+    full = client.post("/v1/chat/completions", json={**plain, "stop": stop}).json()
+    chunks = sse_chunks(client.post("/v1/chat/completions", json={**plain, "stop": stop, "stream": True}))
+    deltas = [c["choices"][0] for c in chunks]
+    assert deltas[0]["delta"] == {"role": "assistant", "content": ""}
+    assert "".join(d["delta"].get("content", "") for d in deltas) == full["choices"][0]["message"]["content"]
+    assert deltas[-1] == {"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}
+    streamed = [t for d in deltas if d["logprobs"] for t in d["logprobs"]["content"]]
+    assert streamed == full["choices"][0]["logprobs"]["content"]
+
+
+def test_pieces_never_split_a_character(tokenizer):
+    text = "héllo wörld €5 😀 ok"
+    ids = tokenizer.encode(text)
+    assert any("\ufffd" in tokenizer.decode(ids[:k]) for k in range(1, len(ids)))  # some token ends mid-character
+    choice = _Choice(text=text, token_ids=ids, logprobs=[-float(i) for i in range(len(ids))], finish_reason="stop")
+    pieces = list(_pieces(tokenizer, choice))
+    assert "".join(p[0] for p in pieces) == text and all("\ufffd" not in p[0] for p in pieces)
+    assert [t for p in pieces for t in p[1]] == ids and [x for p in pieces for x in p[2]] == choice.logprobs
+    assert all(p[0] for p in pieces)  # no token without text left on its own
+
+
+def test_the_openai_client_reads_streams(server):
+    messages = [{"role": "user", "content": "hello"}]
+    with openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused") as api:
+        plain = api.chat.completions.create(model="m", messages=messages, max_tokens=8, temperature=0)
+        stream = api.chat.completions.create(model="m", messages=messages, max_tokens=8, temperature=0, stream=True,
+                                             stream_options={"include_usage": True})
+        chunks = list(stream)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == plain.choices[0].message.content
+    assert chunks[-1].usage == plain.usage

@@ -81,6 +81,19 @@ def test_pairs_feed_the_preference_channel_and_datasets(teacher_servers, sampled
     assert len(rows) == len(channel.train) and rows[0]["provenance"]["teachers"][0]["teacher"] == "alpha"
 
 
+def test_streamed_teachers_write_the_same_pairs(teacher_servers, sampled_trace, three, tmp_path, shared_cache):
+    plain = replay(sampled_trace, tmp_path / "plain", three, cache_path=shared_cache)
+    streamed = replay(sampled_trace, tmp_path / "streamed", [{**t, "stream": True} for t in three],
+                      cache_path=str(tmp_path / "fresh.sqlite"))
+    assert streamed.calls == 150 and streamed.pairs_written == plain.pairs_written > 0
+
+    def answers(name):
+        return [[(a.teacher, a.canonical, a.input_tokens, a.output_tokens) for a in p.provenance.teachers]
+                for p in read_pairs(tmp_path / name / "pairs.jsonl")]
+
+    assert answers("streamed") == answers("plain")  # same actions, and usage read from the stream's last chunk
+
+
 def test_k_of_n_with_a_dissenting_teacher(teacher_servers, sampled_trace, tmp_path, shared_cache):
     pool = [teacher(n, teacher_servers[n].url) for n in ("alpha", "beta", "noisy")]
     two = replay(sampled_trace, tmp_path / "k2", pool, agreement={"k": 2}, cache_path=shared_cache)

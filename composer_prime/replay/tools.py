@@ -44,16 +44,16 @@ def _json_type(value) -> str:
 
 def infer_tools(steps: list[Step]) -> str | None:
     """An OpenAI tools list describing every tool called in these steps (states and actions), or None."""
+    # A trace's steps share its prefix, so the same call appears in many states: count each once.
+    unique = {(c.id, c.name, c.arguments): c for step in steps for m in [*step.state, step.action]
+              for c in m.tool_calls or []}
     calls: dict[str, list[dict]] = defaultdict(list)
-    for step in steps:
-        messages = [*step.state, step.action]
-        for message in messages:
-            for call in message.tool_calls or []:
-                try:
-                    arguments = json.loads(call.arguments)
-                except json.JSONDecodeError:
-                    arguments = None
-                calls[call.name].append(arguments if isinstance(arguments, dict) else {})
+    for call in unique.values():
+        try:
+            arguments = json.loads(call.arguments)
+        except json.JSONDecodeError:
+            arguments = None
+        calls[call.name].append(arguments if isinstance(arguments, dict) else {})
     if not calls:
         return None
     tools = []

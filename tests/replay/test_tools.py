@@ -43,6 +43,7 @@ def test_inferred_from_the_traces_own_calls():
     calls = main_chain_calls()
     assert set(tools) == set(calls)
     for name, inputs in calls.items():
+        assert tools[name]["description"].startswith(f"Inferred from {len(inputs)} call(s)")  # each call once
         parameters = tools[name]["parameters"]
         assert set(parameters["properties"]) == set().union(*inputs)
         assert set(parameters["required"]) == set.intersection(*(set(i) for i in inputs))

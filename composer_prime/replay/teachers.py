@@ -220,6 +220,9 @@ class Teacher:
                 self.stats.attempts += 1
                 try:
                     response, data_text, streamed = await self._send(body)
+                    if response.status_code < 400:
+                        data = streamed if streamed is not None else json.loads(data_text)
+                        action, input_tokens, output_tokens = _action_from_response(data)
                 except (httpx.TimeoutException, httpx.TransportError, _Incomplete) as exc:
                     await self.budget.settle(reservation, reservation)  # may have been billed
                     settled = True
@@ -227,7 +230,7 @@ class Teacher:
                             else "incomplete-stream" if isinstance(exc, _Incomplete) else "transport")
                     error = f"{kind}: {type(exc).__name__}: {exc}"[:300]
                     self.stats.retries[kind] += 1
-                except _Malformed as exc:
+                except (json.JSONDecodeError, _Malformed) as exc:  # a 2xx body or stream that is no completion
                     await self.budget.settle(reservation, reservation)
                     settled = True
                     error = f"malformed response: {exc}"[:300]
@@ -246,30 +249,21 @@ class Teacher:
                         self.stats.failed += 1
                         return self.answer_for(error=f"HTTP {response.status_code}: {data_text[:300]}", latency_s=latency)
                     else:
-                        try:
-                            data = streamed if streamed is not None else json.loads(data_text)
-                            action, input_tokens, output_tokens = _action_from_response(data)
-                        except (json.JSONDecodeError, _Malformed) as exc:
-                            await self.budget.settle(reservation, reservation)
-                            settled = True
-                            error = f"malformed response: {exc}"[:300]
-                            self.stats.retries["malformed"] += 1
+                        if input_tokens is None or output_tokens is None:
+                            cost = reservation  # no usage reported: charge the worst case
+                            input_tokens, output_tokens = input_tokens or 0, output_tokens or 0
                         else:
-                            if input_tokens is None or output_tokens is None:
-                                cost = reservation  # no usage reported: charge the worst case
-                                input_tokens, output_tokens = input_tokens or 0, output_tokens or 0
-                            else:
-                                cost = self.cost(input_tokens, output_tokens)
-                            await self.budget.settle(reservation, cost)
-                            settled = True
-                            s = self.stats
-                            s.answered += 1
-                            s.input_tokens += input_tokens
-                            s.output_tokens += output_tokens
-                            s.cost_usd += cost
-                            s.latency_s += latency
-                            return self.answer_for(action, input_tokens=input_tokens, output_tokens=output_tokens,
-                                                   cost_usd=cost, latency_s=latency)
+                            cost = self.cost(input_tokens, output_tokens)
+                        await self.budget.settle(reservation, cost)
+                        settled = True
+                        s = self.stats
+                        s.answered += 1
+                        s.input_tokens += input_tokens
+                        s.output_tokens += output_tokens
+                        s.cost_usd += cost
+                        s.latency_s += latency
+                        return self.answer_for(action, input_tokens=input_tokens, output_tokens=output_tokens,
+                                               cost_usd=cost, latency_s=latency)
                 finally:
                     if not settled:  # cancelled mid-call: it may have been billed
                         self.budget.charge_now(reservation, reservation)

@@ -90,21 +90,28 @@ def _cut_at_stop(tokenizer, completion: Completion, stops: list[str]) -> _Choice
     return _Choice(text=text[:cut], token_ids=ids[:kept], logprobs=completion.logprobs[:kept], finish_reason="stop")
 
 
+_SEAM_TOKENS = 6  # earlier tokens decoded with each new one (vLLM's incremental detokenizer does the same)
+
+
 def _pieces(tokenizer, choice: _Choice) -> Iterator[tuple[str, list[int], list[float]]]:
     """The choice's text cut at token boundaries: (text, token ids, their log-probs) per piece.
 
     A token ending inside a multi-byte character decodes to U+FFFD until the character is complete,
-    so it joins the next piece; the pieces' texts concatenate to exactly `choice.text`."""
+    so it joins the next piece; the pieces' texts concatenate to exactly `choice.text`. Each step
+    decodes the pending tokens with a few before them, not the whole prefix (quadratic in the
+    answer's length): the context lets tokenizers that drop a word's leading space at the start of
+    a decode, or join bytes across tokens, decode the seam as they would the whole text."""
     text, ids = choice.text, choice.token_ids
-    start, first = 0, 0
+    start, first, seen = 0, 0, 0  # seen: length of the context tokens' text, before ids[first:]
     for k in range(1, len(ids) + 1):
         last = k == len(ids)
-        prefix = tokenizer.decode(ids[:k], skip_special_tokens=True)
-        if not last and (prefix.endswith("\ufffd") or min(len(prefix), len(text)) <= start):
+        window = tokenizer.decode(ids[max(0, first - _SEAM_TOKENS):k], skip_special_tokens=True)
+        end = len(text) if last else min(start + len(window) - seen, len(text))
+        if not last and (window.endswith("\ufffd") or end <= start):
             continue  # no new text yet: this token joins the next piece
-        end = len(text) if last else min(len(prefix), len(text))
         yield text[start:end], ids[first:k], choice.logprobs[first:k]
         start, first = end, k
+        seen = len(tokenizer.decode(ids[max(0, k - _SEAM_TOKENS):k], skip_special_tokens=True))
 
 
 def _sse(chunks: Iterator[dict[str, Any]]) -> StreamingResponse:
@@ -187,9 +194,10 @@ def openai_router(backend: Backend, throughput: Throughput) -> APIRouter:
             for index, choice in enumerate(flat):
                 offset = 0
                 for text, ids, lps in _pieces(tokenizer, choice):
-                    yield {**head, "choices": [{"index": index, "text": text, "logprobs": logprobs(ids, lps, offset),
+                    piece = logprobs(ids, lps, offset)
+                    yield {**head, "choices": [{"index": index, "text": text, "logprobs": piece,
                                                 "finish_reason": None}]}
-                    offset += len("".join(token_strings(ids)))
+                    offset += sum(map(len, piece["tokens"])) if piece else 0
                 yield {**head, "choices": [{"index": index, "text": "", "logprobs": None,
                                             "finish_reason": choice.finish_reason}]}
             if body.include_usage():
@@ -207,6 +215,7 @@ def openai_router(backend: Backend, throughput: Throughput) -> APIRouter:
         max_tokens = body.max_completion_tokens or body.max_tokens or _CHAT_MAX_TOKENS
         results = await sample(list(prompt_ids), body, max_tokens)
         total = usage(len(prompt_ids), results)
+        head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": backend.model_name}
 
         def logprobs(ids: list[int], lps: list[float]) -> dict[str, Any]:
             return {"content": [{"token": token, "logprob": lp, "bytes": list(token.encode()), "top_logprobs": []}
@@ -216,11 +225,9 @@ def openai_router(backend: Backend, throughput: Throughput) -> APIRouter:
             choices = [{"index": i, "message": {"role": "assistant", "content": c.text},
                         "logprobs": logprobs(c.token_ids, c.logprobs) if body.logprobs else None,
                         "finish_reason": c.finish_reason} for i, c in enumerate(results)]
-            return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
-                    "model": backend.model_name, "choices": choices, "usage": total}
+            return {**head, "object": "chat.completion", "choices": choices, "usage": total}
 
-        head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": backend.model_name}
+        head["object"] = "chat.completion.chunk"
 
         def chunks() -> Iterator[dict[str, Any]]:
             for index, choice in enumerate(results):

@@ -154,6 +154,9 @@ def test_pieces_never_split_a_character(tokenizer):
     assert "".join(p[0] for p in pieces) == text and all("\ufffd" not in p[0] for p in pieces)
     assert [t for p in pieces for t in p[1]] == ids and [x for p in pieces for x in p[2]] == choice.logprobs
     assert all(p[0] for p in pieces)  # no token without text left on its own
+    ends = [sum(len(p[1]) for p in pieces[:j + 1]) for j in range(len(pieces))]
+    assert ["".join(p[0] for p in pieces[:j + 1]) for j in range(len(pieces))] == [
+        tokenizer.decode(ids[:k]) for k in ends]  # every piece ends where its tokens' text ends
 
 
 def test_the_openai_client_reads_streams(server):

@@ -31,7 +31,8 @@ def test_completions_shape_and_agreement_with_generate(client, tokenizer, tiny_m
         assert choice["finish_reason"] == expected["finish_reason"]
         logprobs = choice["logprobs"]
         assert logprobs["tokens"] == [tokenizer.decode([t]) for t in expected["token_ids"]]
-        assert logprobs["token_logprobs"] == pytest.approx(expected["logprobs"], abs=1e-6)
+        # n=2 decodes 2 rows, /generate 1: float32 sums reorder, eps 1.2e-7 x logits ~10 x 2 layers ~ 1e-6
+        assert logprobs["token_logprobs"] == pytest.approx(expected["logprobs"], abs=1e-5)
         assert logprobs["text_offset"][0] == 0 and len(logprobs["text_offset"]) == len(logprobs["tokens"])
     assert data["usage"] == {"prompt_tokens": len(ids), "completion_tokens": 2 * len(expected["token_ids"]),
                              "total_tokens": len(ids) + 2 * len(expected["token_ids"])}
@@ -62,7 +63,8 @@ def test_chat_completions_apply_the_chat_template(client, tokenizer):
     assert choice["message"] == {"role": "assistant",
                                  "content": tokenizer.decode(expected["token_ids"], skip_special_tokens=True)}
     content = choice["logprobs"]["content"]
-    assert [c["logprob"] for c in content] == pytest.approx(expected["logprobs"], abs=1e-6)
+    # the backend batches whatever is queued, so only float32 agreement is promised (see above)
+    assert [c["logprob"] for c in content] == pytest.approx(expected["logprobs"], abs=1e-5)
     assert all(c["bytes"] == list(c["token"].encode()) and c["top_logprobs"] == [] for c in content)
     assert data["usage"]["prompt_tokens"] == len(ids)
     assert data["usage"]["completion_tokens"] == len(expected["token_ids"])

@@ -123,6 +123,7 @@ def test_chunked_equals_unchunked_in_float32_to_1e6(beta):
     student, teacher = _logits(33, 300, seed=10, dtype=torch.float32), _logits(33, 300, seed=11, dtype=torch.float32)
     full = _value_and_grad(generalized_jsd, student, teacher, beta=beta, temperature=1.3)
     chunked = _value_and_grad(chunked_generalized_jsd, student, teacher, beta=beta, temperature=1.3, chunk_size=8)
+    # chunks only reorder float32 sums: values ~5 (rtol 1e-5 applies) and gradients ~1e-2 moved <= 1e-8 here
     assert torch.allclose(full[0], chunked[0], atol=1e-6)
     assert torch.allclose(full[1], chunked[1], atol=1e-6)
 

@@ -71,7 +71,8 @@ def test_two_ranks_match_one_process(tmp_path, tiny_model_dir, helpers, one_proc
     write_batches(helpers, out, world_size=2)
     run_two_ranks(helpers, helpers.trainer_config(out, tiny_model_dir, **SETTINGS))
 
-    assert curve(out, "loss") == pytest.approx(curve(one_process, "loss"), rel=1e-5)
+    # ranks pack differently, moving float32 log-probs by <= 5e-7; the loss averages them times |A| ~ 1
+    assert curve(out, "loss") == pytest.approx(curve(one_process, "loss"), rel=1e-5, abs=1e-6)
     # Adam ignores a global gradient scale, so the norm is what shows that ranks' gradients are
     # summed (the loss is already divided by the global token count), not averaged.
     assert curve(out, "grad_norm") == pytest.approx(curve(one_process, "grad_norm"), rel=1e-4)
@@ -93,5 +94,5 @@ def test_two_ranks_resume_a_checkpoint_into_the_sharded_model(tmp_path, tiny_mod
     result = run_two_ranks(helpers, helpers.trainer_config(out, tiny_model_dir, **SETTINGS))
     assert "resumed from" in result.stderr
     assert [r["step"] for r in read_metrics(out, "trainer")] == [3]
-    assert curve(out, "loss") == pytest.approx(curve(one_process, "loss")[2:], rel=1e-5)
+    assert curve(out, "loss") == pytest.approx(curve(one_process, "loss")[2:], rel=1e-5, abs=1e-6)  # as above
     assert_same_weights(out, one_process, 3)

@@ -34,7 +34,15 @@ class LogConfig(BaseConfig):
     """Logging for one process."""
 
     level: Annotated[Literal["debug", "info", "warning", "error"], Field(description="Log level.")] = "info"
-    progress: Annotated[bool, Field(description="Show a rich progress line on the terminal.")] = True
+    progress: Annotated[
+        bool,
+        Field(description="Show progress: a rich bar on a terminal, else a plain line every progress_interval_s."),
+    ] = True
+    progress_interval_s: Annotated[
+        float,
+        Field(gt=0, description="Seconds between plain progress lines when output is not a terminal "
+              "(CI logs, nohup, a file), where a live bar would show nothing until the end."),
+    ] = 30.0
     wandb_project: Annotated[
         str | None,
         Field(description="Also log metrics to this Weights & Biases project (needs `wandb` installed)."),

@@ -76,16 +76,17 @@ async def gate_steps(config: ReplayConfig, steps: list[Step], cache: AnswerCache
 
 
 class _Progress:
-    """A rich progress bar: steps done, teacher calls, spend, pairs."""
+    """A progress bar (plain lines when output is not a terminal): steps done, teacher calls, spend, pairs."""
 
     def __init__(self, enabled: bool, total: int):
         self.enabled = enabled
         if not enabled:
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich import get_console
 
-        self.bar = Progress(TextColumn("replay"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-                            TimeElapsedColumn(), transient=False)
+        from composer_prime.utils.progress import step_progress
+
+        self.bar = step_progress("replay", get_console())
         self.task = self.bar.add_task("replay", total=total, info="")
         self.bar.start()
 

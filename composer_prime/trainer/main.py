@@ -142,7 +142,8 @@ def train(config: TrainerConfig, world: World) -> None:
     metrics = None
     if world.is_main:
         metrics = MetricsLogger(config.output_dir, "trainer", config.log.wandb_project, config.model_dump(mode="json"))
-    reporter = StepReporter(config.max_steps, start, enabled=world.is_main, progress=config.log.progress)
+    reporter = StepReporter(config.max_steps, start, enabled=world.is_main, progress=config.log.progress,
+                            interval_s=config.log.progress_interval_s)
     hint_idle_logged = False
     step = start
     with site if site is not None else nullcontext():

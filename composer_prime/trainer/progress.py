@@ -1,10 +1,12 @@
-"""Per-step report on the terminal: a rich progress line, or one log line per step."""
+"""Per-step report: a progress bar (plain lines when output is not a terminal), or one log line per step."""
 
 from __future__ import annotations
 
 import logging
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich import get_console
+
+from composer_prime.utils.progress import step_progress
 
 logger = logging.getLogger("composer_prime.trainer")
 
@@ -17,14 +19,11 @@ def _summary(record: dict) -> str:
 
 
 class StepReporter:
-    def __init__(self, total: int, start: int, enabled: bool, progress: bool):
+    def __init__(self, total: int, start: int, enabled: bool, progress: bool, interval_s: float):
         self.total, self.enabled = total, enabled
         self._progress = None
         if enabled and progress:
-            self._progress = Progress(
-                TextColumn("trainer"), BarColumn(bar_width=20), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-                TimeElapsedColumn(),
-            )
+            self._progress = step_progress("trainer", get_console(), interval_s=interval_s)
             self._task = self._progress.add_task("train", total=total, completed=start, info="waiting for a batch")
             self._progress.start()
 

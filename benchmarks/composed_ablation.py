@@ -185,6 +185,9 @@ def arm_figures(out: Path, steps: int, sites: list[HintSite]) -> dict[str, float
         "pair_acc_end": accuracy[-1]["preference/eval_accuracy"],
         "reward_start": end["eval/reward_start"],
         "reward_end": end["eval/reward_end"],
+        # the task's own verdict (exact match): the reward is partial credit and must not stand in for it
+        "exact_start": end.get("eval/solved_start", float("nan")),
+        "exact_end": end.get("eval/solved_end", float("nan")),
     }
 
 
@@ -198,8 +201,8 @@ def table(rows: list[dict], noise: float, kl_start: float, alpha: float, beta: f
         f"Run-to-run noise of the held-out reward, channel-1-only arm over seeds: std {noise:.4f}",
         "",
         "| alpha | beta | seed | KL at error sites | vs alpha=0 | pair acc. start -> end | vs beta=0 (points) "
-        "| held-out reward | vs (0, 0) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| held-out exact match | held-out reward | vs (0, 0) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         kl0 = base(r, "kl_sites", alpha=0.0, beta=r["beta"])
@@ -208,36 +211,47 @@ def table(rows: list[dict], noise: float, kl_start: float, alpha: float, beta: f
         lines.append(
             f"| {r['alpha']:g} | {r['beta']:g} | {r['seed']} | {r['kl_sites']:.4f} | "
             f"{(r['kl_sites'] / kl0 - 1) * 100:+.1f}% | {r['pair_acc_start']:.3f} -> {r['pair_acc_end']:.3f} | "
-            f"{(r['pair_acc_end'] - acc0) * 100:+.1f} | {r['reward_end']:.3f} | {r['reward_end'] - reward0:+.3f} |"
+            f"{(r['pair_acc_end'] - acc0) * 100:+.1f} | {r['exact_end']:.3f} | {r['reward_end']:.3f} | "
+            f"{r['reward_end'] - reward0:+.3f} |"
         )
     return "\n".join(lines)
 
 
+def _against_base(values: np.ndarray, base: list[float]) -> tuple[float, float, float]:
+    """(std over seeds, mean difference to the (0, 0) arm, standard error of that difference)."""
+    std = float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
+    diff = float(values.mean() - np.mean(base)) if base else float("nan")
+    se = float(np.sqrt(np.var(values, ddof=1) / len(values) + np.var(base, ddof=1) / len(base))) \
+        if len(values) > 1 and len(base) > 1 else float("nan")
+    return std, diff, se
+
+
 def summary(rows: list[dict]) -> str:
-    """Per arm over its seeds: means, and each arm's reward against (0, 0) in standard errors."""
+    """Per arm over its seeds: means, and each arm's held-out exact match and reward against (0, 0) in standard
+    errors. Exact match is the task's verdict; the reward (partial credit) stands beside it."""
     arms = sorted({(r["alpha"], r["beta"]) for r in rows})
     by_arm = {arm: [r for r in rows if (r["alpha"], r["beta"]) == arm] for arm in arms}
-    base = [r["reward_end"] for r in by_arm.get((0.0, 0.0), [])]
+
     def mean(key: str, arm: tuple[float, float]) -> float:
         return float(np.mean([r[key] for r in by_arm[arm]])) if arm in by_arm else float("nan")
 
     lines = [
         "| alpha | beta | seeds | KL at error sites (mean) | vs alpha=0 | pair acc. end (mean) | vs beta=0 (points) "
-        "| held-out reward mean +- std | vs (0, 0) | standard error of the difference | not worse beyond noise (>= -2 SE) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| held-out exact match mean +- std | vs (0, 0) | SE | held-out reward mean +- std | vs (0, 0) | SE "
+        "| not worse beyond noise on exact match (>= -2 SE) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (alpha, beta), group in by_arm.items():
         kl, acc = mean("kl_sites", (alpha, beta)), mean("pair_acc_end", (alpha, beta))
-        reward = np.array([r["reward_end"] for r in group])
-        std = float(np.std(reward, ddof=1)) if len(reward) > 1 else float("nan")
-        diff = float(reward.mean() - np.mean(base)) if base else float("nan")
-        se = float(np.sqrt(np.var(reward, ddof=1) / len(reward) + np.var(base, ddof=1) / len(base))) \
-            if len(reward) > 1 and len(base) > 1 else float("nan")
+        stats = {key: (np.mean([r[key] for r in group]),
+                       *_against_base(np.array([r[key] for r in group]), [r[key] for r in by_arm.get((0.0, 0.0), [])]))
+                 for key in ("exact_end", "reward_end")}
+        cells = [f"{m:.3f} +- {std:.3f} | {diff:+.3f} | {se:.3f}" for m, std, diff, se in stats.values()]
+        _, _, exact_diff, exact_se = stats["exact_end"]
+        verdict = "yes" if exact_diff >= -2 * exact_se else "no"
         lines.append(
             f"| {alpha:g} | {beta:g} | {len(group)} | {kl:.4f} | {(kl / mean('kl_sites', (0.0, beta)) - 1) * 100:+.1f}% | "
-            f"{acc:.3f} | {(acc - mean('pair_acc_end', (alpha, 0.0))) * 100:+.1f} | {reward.mean():.3f} +- {std:.3f} | "
-            f"{diff:+.3f} | "
-            f"{se:.3f} | {'yes' if diff >= -2 * se else 'no'} |"
+            f"{acc:.3f} | {(acc - mean('pair_acc_end', (alpha, 0.0))) * 100:+.1f} | {' | '.join(cells)} | {verdict} |"
         )
     return "\n".join(lines)
 

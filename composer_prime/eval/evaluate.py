@@ -1,8 +1,11 @@
-"""Held-out evaluation: mean reward and pass@k on an environment's eval split.
+"""Held-out evaluation: the task's own verdict, pass@k and mean reward on an environment's eval split.
 
 The same code runs inside the orchestrator (start, every `interval` steps, end) and behind the
-`eval` command. pass@k uses the unbiased estimator of Chen et al. (2021) over n >= k samples
-per prompt: 1 - C(n - c, k) / C(n, k), with c the samples whose reward reaches the threshold.
+`eval` command. A sample passes by the task's own verdict (the environment metric named by
+`success_metric`, e.g. exact match) and only without one by its reward reaching `pass_threshold`:
+a shaped reward can rise while the task is solved less often, so it must not stand in for the verdict.
+pass@k uses the unbiased estimator of Chen et al. (2021) over n >= k samples per prompt:
+1 - C(n - c, k) / C(n, k), with c the passing samples.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from transformers import PreTrainedTokenizerBase
 
 from composer_prime.errors import UserError
 from composer_prime.inference.client import InferenceClient
-from composer_prime.orchestrator.envs import Environment, Example
-from composer_prime.orchestrator.rollout import request_seed, rollout_group
+from composer_prime.orchestrator.envs import Environment, Example, Score
+from composer_prime.orchestrator.rollout import answer_lengths, request_seed, rollout_group
 
 logger = logging.getLogger(__name__)
 
@@ -45,24 +48,44 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - miss
 
 
+def passed(score: Score, success_metric: str | None, pass_threshold: float) -> bool:
+    """The task's verdict on one sample: its success metric when the environment reports it, else its reward."""
+    if success_metric is not None and success_metric in score.metrics:
+        return score.metrics[success_metric] >= 1.0
+    return score.reward >= pass_threshold
+
+
 @dataclass(frozen=True)
 class EvalResult:
     reward: float
     """Mean reward over every sample of every prompt."""
+    solved: float
+    """Fraction of samples that pass (the task's own verdict, e.g. exact match): pass@1 over all n samples."""
+    verdict: str
+    """What decided a pass: the success metric's name, or `reward>=<threshold>`."""
     pass_at_k: float
     k: int
     num_examples: int
     samples_per_prompt: int
+    temperature: float
     weight_version: int
     """Oldest policy version among the samples (all equal unless weights changed mid-eval)."""
+    env_metrics: dict[str, float]
+    """Mean of each reward and metric the environment reports."""
+    lengths: dict[str, float]
+    """Reply length against the reference answers (rollout.answer_lengths); empty without references."""
 
-    def metrics(self) -> dict[str, float | int]:
-        return {"eval/reward": self.reward, f"eval/pass@{self.k}": self.pass_at_k,
-                "eval/weight_version": self.weight_version}
+    def metrics(self, prefix: str = "eval/") -> dict[str, float | int]:
+        return {f"{prefix}reward": self.reward, f"{prefix}solved": self.solved, f"{prefix}pass@{self.k}": self.pass_at_k,
+                f"{prefix}weight_version": self.weight_version,
+                **{f"{prefix}env/{name}": value for name, value in self.env_metrics.items()},
+                **{f"{prefix}{name}": value for name, value in self.lengths.items()}}
 
     def summary(self) -> str:
-        return (f"reward {self.reward:.4f}  pass@{self.k} {self.pass_at_k:.4f}  ({self.num_examples} prompts x "
-                f"{self.samples_per_prompt} samples, weight version {self.weight_version})")
+        length = f"  answer length {self.lengths['answer_len/ratio']:.2f}x target" if self.lengths else ""
+        return (f"{self.verdict} {self.solved:.4f}  pass@{self.k} {self.pass_at_k:.4f}  reward {self.reward:.4f}"
+                f"{length}  ({self.num_examples} prompts x {self.samples_per_prompt} samples at T={self.temperature:g}, "
+                f"weight version {self.weight_version})")
 
 
 async def evaluate(
@@ -75,6 +98,7 @@ async def evaluate(
     samples_per_prompt: int,
     temperature: float,
     max_tokens: int,
+    success_metric: str | None,
     pass_threshold: float,
     seed: int,
     max_concurrent: int,
@@ -89,13 +113,22 @@ async def evaluate(
                                        temperature=temperature, seed=request_seed(seed, index))
 
     groups = await asyncio.gather(*(one(i, ex) for i, ex in enumerate(examples)))
-    rewards = [r for g in groups for r in g.rewards]
-    passes = [pass_at_k(samples_per_prompt, sum(r >= pass_threshold for r in g.rewards), k) for g in groups]
+    scores = [s for g in groups for s in g.scores]
+    verdicts = [[passed(s, success_metric, pass_threshold) for s in g.scores] for g in groups]
+    reported = success_metric is not None and all(success_metric in s.metrics for s in scores)
+    names = sorted({name for s in scores for name in s.metrics})
     return EvalResult(
-        reward=sum(rewards) / len(rewards),
-        pass_at_k=sum(passes) / len(passes),
+        reward=sum(s.reward for s in scores) / len(scores),
+        solved=sum(map(sum, verdicts)) / len(scores),
+        verdict=success_metric if reported else f"reward>={pass_threshold:g}",
+        pass_at_k=sum(pass_at_k(samples_per_prompt, sum(v), k) for v in verdicts) / len(groups),
         k=k,
         num_examples=len(examples),
         samples_per_prompt=samples_per_prompt,
+        temperature=temperature,
         weight_version=min(g.weight_version for g in groups),
+        env_metrics={name: sum(s.metrics[name] for s in scores if name in s.metrics)
+                     / sum(name in s.metrics for s in scores) for name in names},
+        lengths=answer_lengths(groups),
     )
+

@@ -41,6 +41,7 @@ def run_eval(config: EvalCommandConfig, work_dir: Path) -> EvalResult:
             await wait_ready(client, child, config.startup_timeout_s)
             return await evaluate(client, env, tokenizer, examples, k=config.k, samples_per_prompt=config.n,
                                   temperature=config.temperature, max_tokens=config.max_tokens,
+                                  success_metric=config.success_metric,
                                   pass_threshold=config.pass_threshold, seed=config.seed,
                                   max_concurrent=config.max_concurrent)
 

@@ -56,7 +56,15 @@ class PassAtKConfig(BaseConfig):
         int | None,
         Field(ge=1, description="Samples n drawn per prompt for the unbiased pass@k estimator (n >= k); None: n = k."),
     ] = None
-    pass_threshold: Annotated[float, Field(description="A sample passes when its reward is >= this.")] = 1.0
+    success_metric: Annotated[
+        str | None,
+        Field(description="The task's own verdict: an environment metric (1 = solved) that decides whether a sample "
+                          "passes, for pass@k and the run's headline. When None, or when the environment does not "
+                          "report it, a sample passes when its reward is >= pass_threshold."),
+    ] = "exact_match"
+    pass_threshold: Annotated[
+        float, Field(description="A sample passes when its reward is >= this (environments without success_metric).")
+    ] = 1.0
 
     @property
     def n(self) -> int:
@@ -72,6 +80,9 @@ class PassAtKConfig(BaseConfig):
 class EvalConfig(PassAtKConfig):
     num_examples: Annotated[int, Field(ge=0, description="Held-out prompts per evaluation; 0 disables eval.")] = 64
     interval: Annotated[int, Field(ge=0, description="Evaluate every N steps (0: only at start and end).")] = 0
+    greedy: Annotated[
+        bool, Field(description="Also evaluate greedily (one sample per prompt at T = 0), logged as eval/greedy/*.")
+    ] = True
 
 
 class WorkersConfig(BaseConfig):

@@ -17,8 +17,10 @@ conversation the orchestrator drives token by token (multiturn.py); only its sam
 Volunteer workers (source = "workers"): no inference server; verified rollouts from workers
 become the steps instead (volunteers.py).
 
-Eval (eval.num_examples > 0): held-out reward and pass@k at the start (served version), every
-eval.interval steps, and at the end on version max_steps; then one line `held-out reward a -> b (+d)`.
+Eval (eval.num_examples > 0): the task's own verdict (e.g. exact match), pass@k, reward and answer length
+on held-out prompts at the start (served version), every eval.interval steps, and at the end on version
+max_steps, sampled at eval.temperature and greedily; then the headline (eval.headline), with a
+warning when the reward rose while the verdict fell.
 """
 
 from __future__ import annotations
@@ -32,13 +34,14 @@ from dataclasses import dataclass
 import httpx
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from transformers import PreTrainedTokenizerBase
 
 from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
 from composer_prime.errors import UserError
-from composer_prime.eval.evaluate import EvalResult, evaluate, held_out_examples
+from composer_prime.eval.evaluate import evaluate, held_out_examples
+from composer_prime.eval.headline import headline
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
 from composer_prime.orchestrator.advantage import compute_advantages
@@ -48,11 +51,12 @@ from composer_prime.orchestrator.envs import Environment, Example, load_environm
 from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites, rollouts_of
 from composer_prime.orchestrator.multiturn import ToolGroup, tool_rollout_group
 from composer_prime.orchestrator.packing import pack_step
-from composer_prime.orchestrator.rollout import Group, prompt_index, request_seed, rollout_group
+from composer_prime.orchestrator.rollout import Group, answer_lengths, prompt_index, request_seed, rollout_group
 from composer_prime.orchestrator.steps import log_unlogged_steps, mirror_missing, next_step, write_step
 from composer_prime.orchestrator.weight_sync import WeightSync
 from composer_prime.traces import write_traces
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
+from composer_prime.utils.progress import step_progress
 
 logger = logging.getLogger("composer_prime.orchestrator")
 
@@ -152,6 +156,7 @@ class Orchestrator:
             "time/step_s": stats.elapsed_s,
             "num_loss_tokens": num_loss_tokens,
         }
+        record |= answer_lengths([g for g in groups if isinstance(g, Group)])
         names = sorted({name for g in groups for m in g.metrics for name in m})
         for name in names:
             record[f"env/{name}"] = float(np.mean([m[name] for g in groups for m in g.metrics if name in m]))
@@ -184,24 +189,34 @@ class Orchestrator:
         self.metrics.log(step, record)
         return record
 
-    async def evaluate(self) -> EvalResult:
-        cfg = self.config
+    async def evaluate(self) -> dict[str, float | int]:
+        """Held-out metrics of the served policy: sampled at eval.temperature (eval/*), and greedily
+        (eval/greedy/*) when eval.greedy and that temperature is not already 0."""
+        cfg, ev = self.config, self.config.eval
+        runs = [("eval/", ev.temperature, ev.n, ev.k)]
+        if ev.greedy and ev.temperature > 0:
+            runs.append(("eval/greedy/", 0.0, 1, 1))
+        record: dict[str, float | int] = {}
         async with self.weights.frozen():
-            return await evaluate(
-                self.client, self.env, self.tokenizer, self.eval_examples, k=cfg.eval.k,
-                samples_per_prompt=cfg.eval.n, temperature=cfg.eval.temperature, max_tokens=cfg.sampling.max_tokens,
-                pass_threshold=cfg.eval.pass_threshold, seed=cfg.seed, max_concurrent=cfg.max_concurrent,
-            )
+            for prefix, temperature, n, k in runs:
+                result = await evaluate(
+                    self.client, self.env, self.tokenizer, self.eval_examples, k=k, samples_per_prompt=n,
+                    temperature=temperature, max_tokens=cfg.sampling.max_tokens, success_metric=ev.success_metric,
+                    pass_threshold=ev.pass_threshold, seed=cfg.seed, max_concurrent=cfg.max_concurrent,
+                )
+                record |= result.metrics(prefix)
+                record["eval/verdict"] = result.verdict
+                logger.info("eval %s %s", prefix.strip("/"), result.summary())
+        return record
 
-    async def start_reward(self, start: int) -> float:
-        """The held-out reward before training: from this run's first eval record, else measured now."""
+    async def start_eval(self, start: int) -> dict[str, float | int]:
+        """The held-out metrics before training: this run's first eval record, else measured now."""
         earlier = [r for r in read_metrics(self.config.output_dir, "orchestrator") if "eval/reward" in r]
         if earlier:
-            return earlier[0]["eval/reward"]
-        result = await self.evaluate()
-        self.metrics.log(start - 1, result.metrics())
-        logger.info("eval at start: %s", result.summary())
-        return result.reward
+            return earlier[0]
+        record = await self.evaluate()
+        self.metrics.log(start - 1, record)
+        return record
 
     async def run_steps(self, start: int, progress: Progress) -> None:
         cfg = self.config
@@ -221,23 +236,26 @@ class Orchestrator:
                             stats.dropped_off_policy + stats.dropped_uniform)
                 progress.update(task, completed=step, info=info)
                 if self.eval_examples and cfg.eval.interval and step % cfg.eval.interval == 0 and step < cfg.max_steps:
-                    result = await self.evaluate()
-                    self.metrics.log(step, result.metrics())
-                    logger.info("eval at step %d: %s", step, result.summary())
+                    self.metrics.log(step, await self.evaluate())
         finally:
             for pending in window.values():
                 pending.cancel()
 
-    async def final_eval(self, reward_start: float) -> None:
+    async def final_eval(self, first: dict[str, float | int]) -> None:
         last = self.config.max_steps
         await self.weights.wait_published(last)
         await self.weights.wait_served(last)
-        result = await self.evaluate()
-        delta = result.reward - reward_start
-        self.metrics.log(last, {**result.metrics(), "eval/reward_start": reward_start,
-                                "eval/reward_end": result.reward, "eval/delta": delta})
-        logger.info("eval at end: %s", result.summary())
-        print(f"held-out reward {reward_start:.3f} -> {result.reward:.3f} ({delta:+.3f})", flush=True)
+        record = await self.evaluate()
+        for prefix in ("eval/", "eval/greedy/"):
+            if f"{prefix}solved" in record and f"{prefix}solved" in first:
+                record[f"{prefix}solved_start"] = first[f"{prefix}solved"]
+                record[f"{prefix}solved_end"] = record[f"{prefix}solved"]
+                record[f"{prefix}solved_delta"] = record[f"{prefix}solved"] - first[f"{prefix}solved"]
+        record |= {"eval/reward_start": first["eval/reward"], "eval/reward_end": record["eval/reward"],
+                   "eval/delta": record["eval/reward"] - first["eval/reward"]}
+        self.metrics.log(last, record)
+        for line in headline(record):
+            print(line, flush=True)
 
     async def run(self) -> None:
         cfg = self.config
@@ -245,13 +263,12 @@ class Orchestrator:
         log_unlogged_steps(cfg.output_dir, cfg.train_world_size, self.metrics)
         if start > 1:
             logger.info("resuming at step %d", start)
-        reward_start = await self.start_reward(start) if self.eval_examples else None
-        columns = (TextColumn("[bold]orchestrator"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[info]}"), TimeElapsedColumn())
-        with Progress(*columns, console=Console(stderr=True), disable=not cfg.log.progress) as progress:
+        first = await self.start_eval(start) if self.eval_examples else None
+        with step_progress("orchestrator", Console(stderr=True), cfg.log.progress, cfg.log.progress_interval_s
+                           ) as progress:
             await self.run_steps(start, progress)
-        if reward_start is not None:
-            await self.final_eval(reward_start)
+        if first is not None:
+            await self.final_eval(first)
 
 
 async def _until_either_fails(main: Coroutine, watcher: Coroutine) -> None:

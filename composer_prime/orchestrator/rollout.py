@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +54,22 @@ class Group:
     def samples(self, advantages: list[float]) -> list[Sample]:
         return [Sample(self.prompt_ids, c.token_ids, c.logprobs, advantage, self.weight_version)
                 for c, advantage in zip(self.completions, advantages, strict=True)]
+
+
+def answer_lengths(groups: Sequence[Group]) -> dict[str, float]:
+    """Replies against the environment's reference answers, in characters of stripped text.
+
+    `answer_len/ratio` is the mean reply length over the mean reference length, over the groups whose
+    example has a reference. A policy that learned to stop early under a partial-credit reward shows
+    here (ratio well below 1) before it shows anywhere else. Empty when no example has a reference.
+    """
+    pairs = [(len(text.strip()), len(g.example.answer.strip())) for g in groups if g.example.answer
+             for text in g.texts]
+    if not pairs:
+        return {}
+    replies, references = (sum(side) / len(pairs) for side in zip(*pairs))
+    return {"answer_len/chars": replies, "answer_len/target_chars": references,
+            "answer_len/ratio": replies / references if references else float("nan")}
 
 
 def prompt_token_ids(tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, str]]) -> list[int]:

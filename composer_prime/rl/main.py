@@ -16,15 +16,16 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from composer_prime.cli import run_cli
 from composer_prime.config import write_config
 from composer_prime.errors import UserError
+from composer_prime.eval.headline import headline
 from composer_prime.rl.config import RLConfig
 from composer_prime.utils.metrics import MetricsFollower, read_metrics
 from composer_prime.utils.net import check_port_free, free_port
 from composer_prime.utils.processes import Child, spawn, stop
+from composer_prime.utils.progress import step_progress
 
 console = Console(stderr=True)
 
@@ -78,12 +79,14 @@ class _ProgressInfo:
 def supervise(config: RLConfig, children: dict[str, Child]) -> None:
     """Wait until trainer and orchestrator finish; stop everything if any process fails."""
     workers = [children["orchestrator"], children["trainer"]]
-    columns = (TextColumn("[bold]rl"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-               TimeElapsedColumn())
-    with Progress(*columns, console=console, disable=not config.log.progress) as progress:
+    with step_progress("rl", console, config.log.progress, config.log.progress_interval_s) as progress:
         task = progress.add_task("steps", total=config.max_steps, info="starting")
         info = _ProgressInfo(config.output_dir)
         while True:
+            # Read metrics before polling: a worker writes its last record before it exits, so the final
+            # progress line (the one kept in logs that are not a terminal) shows the finished state.
+            step, text = info.update()
+            progress.update(task, completed=step, info=text)
             for child in children.values():
                 code = child.poll()
                 if code not in (None, 0) or (child.name == "inference" and code is not None):
@@ -91,17 +94,15 @@ def supervise(config: RLConfig, children: dict[str, Child]) -> None:
                                     f"(log: {child.log_path})")
             if all(w.poll() == 0 for w in workers):
                 return
-            step, text = info.update()
-            progress.update(task, completed=step, info=text)
             time.sleep(0.5)
 
 
 def summarize(config: RLConfig) -> None:
-    evals = [r for r in read_metrics(config.output_dir, "orchestrator") if "eval/delta" in r]
+    evals = [r for r in read_metrics(config.output_dir, "orchestrator") if "eval/solved_delta" in r]
     if evals:
-        last = evals[-1]
-        console.print(f"held-out reward {last['eval/reward_start']:.3f} -> {last['eval/reward_end']:.3f} "
-                      f"({last['eval/delta']:+.3f})")
+        for line in headline(evals[-1]):
+            style = "bold yellow" if line.startswith("warning") else None
+            console.print(line, style=style, highlight=False, soft_wrap=True)  # one line each, even in a log file
     if config.plot:
         from composer_prime.utils.plot import plot_run
 

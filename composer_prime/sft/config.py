@@ -30,6 +30,12 @@ class SFTConfig(BaseConfig):
         Field(description="Where to save the fine-tuned model and tokenizer (replaced); None: <output_dir>/model."),
     ] = None
     max_steps: Annotated[int, Field(ge=1, description="Optimizer steps.")] = 100
+    save_every: Annotated[
+        int | None,
+        Field(ge=1, description="Also save the model every N steps to <output_dir>/checkpoints/step_N (the same model "
+                                "a run with max_steps = N saves: the schedule does not depend on max_steps); None: "
+                                "only at the end."),
+    ] = None
     batch_size: Annotated[int, Field(ge=1, description="Demonstrations per step.")] = 32
     seed: Annotated[int, Field(description="Seed for the demonstration order.")] = 0
     hinted: Annotated[

@@ -8,7 +8,7 @@ from itertools import islice
 from pathlib import Path
 
 import torch
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich import get_console
 
 from composer_prime.cli import run_cli
 from composer_prime.model.load import load_model, load_tokenizer, resolve_device
@@ -17,6 +17,7 @@ from composer_prime.orchestrator.envs import load_environment
 from composer_prime.sft.config import SFTConfig
 from composer_prime.sft.data import batch_indices, collate, demonstrations, hinted_demonstrations
 from composer_prime.utils.metrics import MetricsLogger
+from composer_prime.utils.progress import step_progress
 
 
 def train(config: SFTConfig) -> Path:
@@ -38,11 +39,8 @@ def train(config: SFTConfig) -> Path:
     model.train()
     start = time.perf_counter()
     batches = islice(batch_indices(len(demos), config.batch_size, config.seed), config.max_steps)
-    with Progress(
-        TextColumn("sft"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[loss]}"),
-        TimeRemainingColumn(), disable=not config.log.progress,
-    ) as progress:
-        bar = progress.add_task("sft", total=config.max_steps, loss="")
+    with step_progress("sft", get_console(), config.log.progress, config.log.progress_interval_s) as progress:
+        bar = progress.add_task("sft", total=config.max_steps, info="")
         for step, indices in enumerate(batches, start=1):
             step_start = time.perf_counter()
             batch = collate([demos[i] for i in indices], tokenizer.pad_token_id)
@@ -58,7 +56,9 @@ def train(config: SFTConfig) -> Path:
             seconds = time.perf_counter() - step_start
             metrics.log(step, {"loss": loss, "grad_norm": grad_norm, "lr": lr, "tokens": tokens,
                                "tokens_per_s": tokens / seconds})
-            progress.update(bar, advance=1, loss=f"loss {loss.item():.3f}")
+            progress.update(bar, advance=1, info=f"loss {loss.item():.3f}")
+            if config.save_every and step % config.save_every == 0 and step < config.max_steps:
+                save_model(model, tokenizer, Path(config.output_dir) / "checkpoints" / f"step_{step}")
     metrics.close()
 
     save_dir = save_model(model, tokenizer, config.save_dir or Path(config.output_dir) / "model")

@@ -1,10 +1,12 @@
+import random
+import string
 import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
 from reverse_text import ReverseTextTaskset
-from reverse_text.taskset import ReverseTextConfig
+from reverse_text.taskset import ReverseTextConfig, credit, lcs_length
 
 PACKAGE = Path(__file__).parents[2] / "environments" / "reverse_text"
 
@@ -55,3 +57,79 @@ def test_builds_a_hub_ready_wheel(tmp_path):
     assert "reverse_text/__init__.py" in names and "reverse_text/taskset.py" in names
     assert "Requires-Dist: verifiers>=0.4.0" in metadata
     assert "# reverse-text" in metadata  # the README travels as the long description
+
+
+def _brute_lcs(a: str, b: str) -> int:
+    """Longest common subsequence by trying every subsequence of a: an independent reference for short strings."""
+    from itertools import combinations
+
+    def is_subsequence(sub, s):
+        it = iter(s)
+        return all(c in it for c in sub)
+
+    return max((n for n in range(len(a) + 1) for sub in combinations(a, n) if is_subsequence(sub, b)), default=0)
+
+
+def test_lcs_matches_brute_force():
+    rng = random.Random(0)
+    for _ in range(300):
+        a = "".join(rng.choices("abcd", k=rng.randint(0, 7)))
+        b = "".join(rng.choices("abcd", k=rng.randint(0, 7)))
+        assert lcs_length(a, b) == _brute_lcs(a, b), (a, b)
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("b x m", 1.0),        # complete and correct: the only reply worth 1
+    ("bxm", 1.0),          # whitespace carries no meaning
+    ("b x", 2 / 3),        # stopped early with 2 letters right: no more than ...
+    ("b x q", 2 / 3),      # ... a complete attempt with 2 letters right
+    ("q x m", 2 / 3),
+    ("b", 1 / 3),
+    ("b x m m", 3 / 4),    # rambling past the target costs
+    ("m x b", 1 / 3),      # the prompt echoed back: one letter in order
+    ("", 0.0),
+])
+def test_credit_on_hand_written_replies(reply, expected):
+    assert credit(reply, "b x m") == pytest.approx(expected, abs=1e-12)
+
+
+def test_credit_never_pays_more_for_stopping_early():
+    # The property the training reward must have (taskset docstring): no reply shorter than the target scores
+    # more than any of its continuations up to the target's length, and only the correct answer scores 1.
+    rng = random.Random(1)
+    for _ in range(500):
+        target = "".join(rng.choices("abcde", k=rng.randint(1, 8)))
+        reply = "".join(rng.choices("abcde", k=rng.randint(0, len(target))))
+        for cut in range(len(reply)):
+            assert credit(reply[:cut], target) <= credit(reply, target) + 1e-12
+        assert (credit(reply, target) == 1.0) == (reply == target)
+
+
+def _expected_reward(policy, reward, targets, samples=200, seed=0):
+    rng = random.Random(seed)
+    return sum(reward(policy(t, rng), t) for t in targets for _ in range(samples)) / (len(targets) * samples)
+
+
+def test_a_policy_that_stops_early_is_not_preferred():
+    # Two hand-made policies of the same correctness (one letter of the target missed): one stops one letter
+    # short, the other answers in full with one letter wrong. difflib's ratio, the old reward, preferred stopping
+    # early (what RL learned on the quickstart); the new reward must not.
+    from difflib import SequenceMatcher
+
+    targets = ["".join(random.Random(i).choices(string.ascii_lowercase, k=n)) for i, n in enumerate([3, 4, 5, 6, 7, 8] * 5)]
+
+    def stops_early(target, rng):
+        return target[:-1]
+
+    def complete_one_wrong(target, rng):
+        i = rng.randrange(len(target))
+        wrong = rng.choice([c for c in string.ascii_lowercase if c != target[i]])
+        return target[:i] + wrong + target[i + 1:]
+
+    def ratio(reply, target):
+        return SequenceMatcher(None, reply, target).ratio()
+
+    assert _expected_reward(stops_early, ratio, targets) > _expected_reward(complete_one_wrong, ratio, targets)
+    early, complete = (_expected_reward(p, credit, targets) for p in (stops_early, complete_one_wrong))
+    assert early <= complete + 1e-12
+    assert _expected_reward(lambda t, rng: t, credit, targets) == 1.0 > complete

@@ -16,7 +16,7 @@ from composer_prime.eval.config import EvalCommandConfig
 from composer_prime.eval.main import main
 from composer_prime.model.load import load_tokenizer
 from composer_prime.orchestrator.config import EnvConfig
-from composer_prime.orchestrator.envs import load_environment
+from composer_prime.orchestrator.envs import Score, load_environment
 from composer_prime.utils.metrics import read_metrics
 
 
@@ -32,8 +32,8 @@ def processes_mentioning(text: str) -> list[int]:
     return pids
 
 
-def greedy_reference(model_dir: Path, num_examples: int, max_tokens: int) -> list[float]:
-    """Rewards of plain transformers greedy decoding of the first eval prompts."""
+def greedy_reference(model_dir: Path, num_examples: int, max_tokens: int) -> list[Score]:
+    """Scores of plain transformers greedy decoding of the first eval prompts."""
     env = load_environment(EnvConfig(id="reverse-text"))
     tokenizer = load_tokenizer(ModelConfig(path=str(model_dir)))
     model = AutoModelForCausalLM.from_pretrained(model_dir)
@@ -43,25 +43,31 @@ def greedy_reference(model_dir: Path, num_examples: int, max_tokens: int) -> lis
         out = model.generate(ids, max_new_tokens=max_tokens, do_sample=False, eos_token_id=tokenizer.eos_token_id,
                              pad_token_id=tokenizer.pad_token_id)
         text = tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
-        rewards.append(asyncio.run(env.score(example, text)).reward)
+        rewards.append(asyncio.run(env.score(example, text)))
     return rewards
 
 
 @pytest.mark.slow
 def test_eval_matches_greedy_transformers_and_appends_metrics(tiny_model, tmp_path, capsys):
     out = tmp_path / "out"
+    # success_metric None: a sample passes by its reward (an environment without a verdict of its own).
     config = EvalCommandConfig(model=ModelConfig(path=str(tiny_model)), num_examples=4, k=1, temperature=0.0,
-                               max_tokens=10, pass_threshold=0.15, max_concurrent=1, output_dir=out,
-                               log=LogConfig(progress=False))
+                               max_tokens=10, success_metric=None, pass_threshold=0.15, max_concurrent=1,
+                               output_dir=out, log=LogConfig(progress=False))
     result = main(config)
 
-    rewards = greedy_reference(tiny_model, 4, 10)
+    scores = greedy_reference(tiny_model, 4, 10)
+    rewards = [s.reward for s in scores]
     assert result.reward == pytest.approx(sum(rewards) / 4, abs=1e-12)
     assert result.pass_at_k == pytest.approx(sum(r >= 0.15 for r in rewards) / 4, abs=1e-12)
+    assert result.solved == result.pass_at_k and result.verdict == "reward>=0.15"
+    assert result.env_metrics["exact_match"] == pytest.approx(sum(s.metrics["exact_match"] for s in scores) / 4)
     assert (result.num_examples, result.weight_version) == (4, 0)
-    assert f"reward {result.reward:.4f}  pass@1 {result.pass_at_k:.4f}" in capsys.readouterr().out
+    assert f"reward>=0.15 {result.solved:.4f}  pass@1 {result.pass_at_k:.4f}  reward {result.reward:.4f}" \
+        in capsys.readouterr().out
     (record,) = read_metrics(out, "eval")
     assert record["eval/reward"] == result.reward and record["eval/pass@1"] == result.pass_at_k
+    assert record["eval/answer_len/ratio"] == result.lengths["answer_len/ratio"] > 0
     assert not processes_mentioning(str(out)), "the eval command left its inference server running"
 
 

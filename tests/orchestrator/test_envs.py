@@ -36,21 +36,21 @@ def test_scores_with_partial_credit(env):
         return asyncio.run(env.score(example, text))
 
     exact = score(example.answer)
-    assert exact.reward == 1.0 and exact.metrics == {"lcs_ratio": 1.0, "exact_match": 1.0}
+    assert exact.reward == 1.0 and exact.metrics == {"lcs_credit": 1.0, "exact_match": 1.0}
     assert score("".join(letters)).reward == 1.0  # whitespace carries no meaning
     partial = score(" ".join(letters[:-1]))
     assert 0.0 < partial.reward < 1.0 and partial.metrics["exact_match"] == 0.0
-    assert partial.reward == partial.metrics["lcs_ratio"]
+    assert partial.reward == partial.metrics["lcs_credit"]
     assert score("").reward == 0.0
 
 
 def test_reward_weights_come_from_the_verifiers_task():
     # A verifiers TaskConfig re-weights the task's own @vf.reward: proof the task scores, not a copy of it.
-    args = {**SMALL, "task": {"rewards": {"lcs_ratio": {"weight": 0.5}}}}
+    args = {**SMALL, "task": {"rewards": {"lcs_credit": {"weight": 0.5}}}}
     env = load_environment(EnvConfig(id="reverse-text", args=args))
     example = env.examples("train")[0]
     score = asyncio.run(env.score(example, example.answer))
-    assert score.reward == 0.5 and score.metrics["lcs_ratio"] == 1.0
+    assert score.reward == 0.5 and score.metrics["lcs_credit"] == 1.0
 
 
 def test_scoring_is_cheap(env):

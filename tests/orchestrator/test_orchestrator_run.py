@@ -127,7 +127,7 @@ def test_steps_gated_on_published_weights_then_resume_without_repeats(tiny_model
     finally:
         first.kill()
         first.wait()
-    assert "held-out reward" in stdout
+    assert "held-out exact_match" in stdout
     produced = {step: batch_path(out, step, 0).read_bytes() for step in (1, 2)}
 
     # Rerun with one more step: resumes at step 3 (gated on version 2, already there).
@@ -153,7 +153,8 @@ def test_steps_gated_on_published_weights_then_resume_without_repeats(tiny_model
     for r in steps:
         assert 0.0 <= r["reward/mean"] <= 1.0 and r["dropped/off_policy_groups"] == 0
         assert r["off_policy/lag_max"] == 0 and 0 < r["completion_len/mean"] <= 8
-        assert "env/exact_match" in r and "env/lcs_ratio" in r
+        assert "env/exact_match" in r and "env/lcs_credit" in r
+        assert r["answer_len/ratio"] == pytest.approx(r["answer_len/chars"] / r["answer_len/target_chars"])
         assert 0.0 <= r["truncated/fraction"] <= 1.0 and r["rollouts_per_s"] > 0
     assert steps[1]["time/wait_weights_s"] > 0, "step 2 did not wait for version 1"
     evals = [r for r in records if "eval/reward" in r]
@@ -164,4 +165,9 @@ def test_steps_gated_on_published_weights_then_resume_without_repeats(tiny_model
     assert end["eval/reward_start"] == start and end["eval/reward_end"] == end["eval/reward"]
     assert end["eval/delta"] == pytest.approx(end["eval/reward"] - start, abs=1e-12)
     assert all(0.0 <= r["eval/pass@2"] <= 1.0 for r in evals)
-    assert f"held-out reward {start:.3f} -> {end['eval/reward']:.3f}" in stdout
+    # The task's verdict heads the summary, sampled and greedy, with the reward beside it.
+    assert all(r["eval/solved"] == r["eval/env/exact_match"] and "eval/greedy/solved" in r for r in evals)
+    assert end["eval/solved_start"] == evals[0]["eval/solved"]
+    assert end["eval/greedy/solved_delta"] == pytest.approx(end["eval/greedy/solved"] - evals[0]["eval/greedy/solved"])
+    assert (f"held-out exact_match {end['eval/solved_start']:.3f} -> {end['eval/solved']:.3f}" in stdout
+            and f"reward {start:.3f} -> {end['eval/reward']:.3f}" in stdout)

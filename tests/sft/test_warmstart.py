@@ -1,5 +1,6 @@
 """The committed warm start (configs/quickstart/warmstart) is what the quickstart configs describe,
-and it is partly competent: RL needs reward both below 1 and varying within a group."""
+and it is partly competent on the task itself: right sometimes (exact match), so RL has both a signal
+and room, with rewards that vary within a group."""
 
 import asyncio
 import statistics
@@ -30,7 +31,7 @@ def test_warm_start_is_partly_competent_with_spread_within_groups():
     config = ModelConfig(path=str(WARMSTART))
     tokenizer, model = load_tokenizer(config), load_model(config).eval()
     env = load_environment(parse_config(SFTConfig, ["@", str(QUICKSTART / "sft.toml")]).env)
-    examples, k = env.examples("eval")[:32], 4
+    examples, k = env.examples("eval")[:64], 4
     tokenizer.padding_side = "left"
     prompts = [tokenizer.apply_chat_template(e.prompt, add_generation_prompt=True, tokenize=False) for e in examples]
     repeated = [p for p in prompts for _ in range(k)]
@@ -41,10 +42,15 @@ def test_warm_start_is_partly_competent_with_spread_within_groups():
     texts = tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
 
     async def score_all():
-        return [(await env.score(examples[i // k], text)).reward for i, text in enumerate(texts)]
+        return [await env.score(examples[i // k], text) for i, text in enumerate(texts)]
 
-    rewards = asyncio.run(score_all())
+    scores = asyncio.run(score_all())
+    rewards = [s.reward for s in scores]
+    # Measured 0.170 on 256 prompts x 4 (configs/quickstart/README.md); 256 samples here give a standard
+    # error of about 0.024, so these bounds hold anywhere float32 rounds differently, and fail for a warm
+    # start that is never right (no signal on the task) or mostly right (no room).
+    exact = statistics.mean(s.metrics["exact_match"] for s in scores)
+    assert 0.05 < exact < 0.40, exact
     groups = [rewards[i : i + k] for i in range(0, len(rewards), k)]
-    mean = statistics.mean(rewards)
-    assert 0.25 < mean < 0.7, mean
+    assert statistics.mean(rewards) < 0.9
     assert sum(max(g) > min(g) for g in groups) >= len(groups) // 2

@@ -5,6 +5,22 @@ merged letter groups would make reversal a spelling puzzle that a tiny model can
 Prompts are generated, not downloaded, so the package works offline. A string belongs to
 the eval split iff a hash of it says so, which keeps the splits disjoint for every seed,
 size and length range.
+
+The reward is partial credit that cannot be gamed by stopping early. With r the reply's
+letters, t the target's (|t| = T) and LCS their longest common subsequence,
+
+    credit(r) = LCS(r, t) / max(|r|, T)
+
+- Its maximum is the complete correct answer: credit = 1 iff LCS = |r| = T iff r = t.
+- Stopping early never pays more than going on: for |r| < T the denominator is T, and
+  extending r (up to length T) can only keep or grow LCS, so every continuation of an
+  early stop scores at least as much. A reply that stops with k letters in order scores
+  k / T, exactly what a complete attempt with k letters in order scores.
+- Rambling past the target costs: for |r| > T the denominator grows with every extra letter.
+
+difflib's ratio 2M / (|r| + T), used before, broke the second rule: for the target "b x m",
+the correct prefix "b x" scored 0.8 and the complete "b x q" 0.67, and RL learned to stop early
+while exact match fell.
 """
 
 from __future__ import annotations
@@ -12,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import random
 import string
-from difflib import SequenceMatcher
 from typing import Literal
 
 import verifiers.v1 as vf
@@ -27,6 +42,24 @@ def letters(text: str) -> str:
     return "".join(text.split())
 
 
+def lcs_length(a: str, b: str) -> int:
+    """Length of the longest common subsequence of a and b (dynamic programming, O(|a| |b|))."""
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0]
+        for j, y in enumerate(b):
+            current.append(previous[j] + 1 if x == y else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
+def credit(reply: str, target: str) -> float:
+    """LCS(reply, target) / max(|reply|, |target|) over letters; the module docstring says why."""
+    got, expected = letters(reply), letters(target)
+    longest = max(len(got), len(expected))
+    return lcs_length(got, expected) / longest if longest else 1.0
+
+
 def split_of(word: str) -> Literal["train", "eval"]:
     digest = hashlib.sha256(word.encode()).digest()
     return "eval" if digest[0] % EVAL_BUCKETS == 0 else "train"
@@ -39,12 +72,13 @@ class ReverseTextData(vf.TaskData):
 
 class ReverseTextTask(vf.Task[ReverseTextData]):
     @vf.reward(weight=1.0)
-    async def lcs_ratio(self, trace: vf.Trace) -> float:
-        """Partial credit: difflib's similarity ratio of the reply's letters to the target's."""
-        return SequenceMatcher(None, letters(trace.last_reply), letters(self.data.answer)).ratio()
+    async def lcs_credit(self, trace: vf.Trace) -> float:
+        """Partial credit: most for the complete correct answer, never more for stopping early."""
+        return credit(trace.last_reply, self.data.answer)
 
-    @vf.metric
+    @vf.reward(weight=0.0)
     async def exact_match(self, trace: vf.Trace) -> float:
+        """The task's own verdict; a reward of weight 0 by default, so a config can mix it into the training reward."""
         return float(letters(trace.last_reply) == letters(self.data.answer))
 
     async def feedback(self, trace: vf.Trace) -> str | None:

@@ -22,6 +22,7 @@ import httpx
 
 from feature_deletion.grading import Grade, grade
 from feature_deletion.sandbox import Limits, ensure_runner
+from feature_deletion.scope import Invalid
 from feature_deletion.task import TaskRow
 from feature_deletion.tools import TOOL_SCHEMAS, Workspace
 
@@ -98,11 +99,12 @@ class ToolSession:
         return self.workspace.call(name, arguments, turn)
 
     def finish(self, last_turn: int, turns: int) -> SessionOutcome:
-        """Grade the workspace; a suspicious patch is recorded on `last_turn` (the last assistant message)."""
+        """Grade the workspace; every reason the submission was invalid is recorded on `last_turn` (the last
+        assistant message) as an `invalid_submission` error whose message starts with the reason's code."""
         ws = self.workspace
         result: Grade = grade(self.row, self.tasks_dir, ws.root, self.runner, self.limits, self.isolation)
-        for s in result.suspicious:
-            ws.record("suspicious_patch", last_turn, s)
+        for record in result.invalid:
+            ws.record("invalid_submission", last_turn, Invalid.model_validate(record).text())
         metrics = result.metrics() | {
             "turns": float(turns), "tool_calls": float(ws.tool_calls), "tool_errors": float(len(ws.errors)),
             "submitted": float(ws.submitted), "ignored_changes": float(len(result.ignored)),

@@ -2,7 +2,8 @@
 
 Every command runs under `unshare --mount --pid --net --fork --kill-child` with a small init
 (`_sandbox_files/fd_sandbox_init.py`) that builds a fresh root from read-only bind mounts of
-the system (/usr, /etc), the test-runner venv and its base interpreter (their site-packages
+what the interpreter and the runner need (/etc, /usr/bin, the shared libraries, the test-runner
+venv and its base interpreter, whose installed packages, bundled wheels and test fixtures are
 masked except the runner's own), mounts only the rollout's workdir read-write at /workspace
 and a size-capped tmpfs at /tmp, then drops to a uid of its own with rlimits (CPU time,
 address space, processes, file size, open files). The network namespace has no interface
@@ -157,18 +158,31 @@ def runner_dists() -> list[str]:
     return sorted(seen)
 
 
-def _python_masks(prefixes: list[str]) -> list[str]:
-    masks = []
+# What the interpreter, the test runner and a shell need from the host, and nothing else: not the
+# whole of /usr, whose other trees hold vendored copies of packages (a cloud SDK's cachetools,
+# setuptools' more_itertools) that an agent could read or import instead of writing the feature.
+SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/etc", "/usr/bin", "/usr/sbin", "/usr/lib64", "/usr/lib/locale",
+               "/usr/share/zoneinfo")
+# Inside an interpreter's lib/pythonX.Y: installed packages and the wheels and fixtures bundled with it.
+STDLIB_MASKS = ("site-packages", "dist-packages", "ensurepip/_bundled", "test", "idlelib")
+
+
+def system_binds(prefixes: list[str]) -> list[str]:
+    """Host paths bound read-only into the sandbox for interpreters with these prefixes."""
+    paths = list(SYSTEM_DIRS) + sorted(str(p) for p in Path("/usr/lib").glob("*-linux-gnu*"))
     for prefix in prefixes:
-        for lib in Path(prefix).glob("lib/python3*/"):
-            for name in ("site-packages", "dist-packages"):
-                if (lib / name).is_dir():
-                    masks.append(str(lib / name))
-    for sys_lib in list(Path("/usr/lib").glob("python3*")) + list(Path("/usr/local/lib").glob("python3*")):
-        for name in ("site-packages", "dist-packages"):
-            if (sys_lib / name).is_dir():
-                masks.append(str(sys_lib / name))
-    return masks
+        if not prefix.startswith(("/usr/", "/etc/")) and prefix != "/usr":
+            paths.append(prefix)
+            continue
+        root = Path(prefix)
+        paths += [str(root / "bin")] + [str(p) for p in sorted(root.glob("lib/python3.*"))]
+        paths += [str(p) for p in sorted(root.glob("lib/libpython3*"))]
+    return list(dict.fromkeys(paths))
+
+
+def _python_masks(prefixes: list[str]) -> list[str]:
+    return [str(lib / name) for prefix in prefixes for lib in Path(prefix).glob("lib/python3*/")
+            for name in STDLIB_MASKS if (lib / name).is_dir()]
 
 
 @functools.lru_cache(maxsize=None)
@@ -256,8 +270,7 @@ class Sandbox:
         full_env = self._base_env() | (env or {})
         if self.isolation == "namespace":
             os.makedirs(ROOT_MOUNTPOINT, exist_ok=True)
-            binds = [(p, p, False) for p in ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc")]
-            binds += [(p, p, False) for p in python_prefixes if not p.startswith(("/usr/", "/etc/"))]
+            binds = [(p, p, False) for p in system_binds(list(python_prefixes))]
             binds += [(str(FILES), HELPERS, False), (str(self.workdir), WORKSPACE, True)]
             if self.outdir is not None:
                 binds.append((str(Path(self.outdir).resolve()), OUTDIR, True))

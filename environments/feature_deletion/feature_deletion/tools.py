@@ -136,16 +136,23 @@ class Workspace:
 
     # -- paths
     def _resolve(self, path: str | None, must_exist: bool = True) -> Path:
+        """The path inside the repository, read lexically: a symbolic link anywhere on it is refused,
+        never followed, so that a link planted by the agent's code cannot probe the host."""
         rel = (path or ".").strip()
         if rel.startswith("/workspace"):
             rel = rel[len("/workspace"):].lstrip("/") or "."
         if os.path.isabs(rel):
             raise ToolError(f"{path}: use a path relative to the repository root")
-        target = Path(os.path.realpath(self.root / rel))
-        if target != self.root and self.root not in target.parents:
+        parts = [p for p in Path(os.path.normpath(rel)).parts if p != "."]
+        if parts[:1] == [".."]:
             raise ToolError(f"{path}: outside the repository")
-        if target.parts[len(self.root.parts):][:1] == (".git",):
+        if parts[:1] == [".git"]:
             raise ToolError(f"{path}: the .git directory is not available")
+        target = self.root
+        for part in parts:
+            target = target / part
+            if target.is_symlink():
+                raise ToolError(f"{path}: is a symbolic link; the tools do not follow links")
         if must_exist and not target.exists():
             raise ToolError(f"{path}: no such file or directory")
         return target
@@ -155,7 +162,9 @@ class Workspace:
         target = self._resolve(path)
         if not target.is_dir():
             raise ToolError(f"{path}: not a directory")
-        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir() if p.name != ".git")
+        with os.scandir(target) as it:
+            entries = sorted(e.name + ("@" if e.is_symlink() else "/" if e.is_dir(follow_symlinks=False) else "")
+                             for e in it if e.name != ".git")
         return "\n".join(entries) if entries else "(empty)"
 
     def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
@@ -183,9 +192,11 @@ class Workspace:
             raise ToolError(f"bad regex {pattern!r}: {exc}") from None
         base = self._resolve(path)
         hits = []
-        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file() and ".git" not in p.parts)
+        files = [base] if base.is_file() else sorted(
+            Path(d) / name for d, dirs, names in os.walk(base) if ".git" not in Path(d).relative_to(self.root).parts
+            for name in names)
         for f in files:
-            if f.stat().st_size > 1 << 20 or f.is_symlink():
+            if f.is_symlink() or not f.is_file() or f.stat().st_size > 1 << 20:
                 continue
             try:
                 for n, line in enumerate(f.read_text().splitlines(), 1):
@@ -215,8 +226,6 @@ class Workspace:
         if target.is_dir():
             raise ToolError(f"{path}: is a directory")
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.parent != self.root and self.root not in target.parent.resolve().parents:
-            raise ToolError(f"{path}: outside the repository")
         target.write_text(content)
         os.chown(target, self.sandbox.uid, self.sandbox.uid)
         return f"wrote {len(content)} characters to {path}"

@@ -15,6 +15,7 @@ import pytest
 from feature_deletion.rollout import run_rollout
 from feature_deletion.sandbox import Limits, ensure_runner
 from feature_deletion.scripted_agent import ScriptedServer
+from feature_deletion.tools import Workspace
 
 MARKER = Path("/tmp/fd-attack-marker")
 
@@ -124,7 +125,11 @@ def test_pytest_plugin_via_config_and_package(target, host_unchanged):
                         {"tool": "write_file", "args": {"path": "fdcalc/__init__.py", "content":
                                                         "import _pytest.runner\n_pytest.runner.call_and_report = None\n" + INIT}}])
     assert r.reward == 0.0 and "pytest.ini" in r.grade["ignored"]
-    assert r.grade["suspicious"] and any(e["kind"] == "suspicious_patch" for e in r.errors)
+    # The plugin module and the patched __init__ are files the deleted feature does not live in.
+    assert {(i["code"], i["file"]) for i in r.grade["invalid"]} >= {("file_out_of_scope", "fdcalc/evil_plugin.py"),
+                                                                  ("file_out_of_scope", "fdcalc/__init__.py")}
+    assert any(e["kind"] == "invalid_submission" and e["message"].startswith("[file_out_of_scope] fdcalc/")
+               for e in r.errors)
 
 
 def test_skip_and_xfail_marking(target, host_unchanged):
@@ -212,7 +217,8 @@ def test_fork_bomb(target, host_unchanged):
     t0 = time.monotonic()
     r = attack(target, inject(code), limits=Limits(wall_s=8, nproc=64))
     assert r.reward == 0.0 and time.monotonic() - t0 < 120
-    assert any(e["kind"] == "test_timeout" for e in r.errors) and r.grade["timed_out"]
+    # run_tests hit the wall limit; grading refused the out-of-scope patch without running it.
+    assert any(e["kind"] == "test_timeout" for e in r.errors) and r.grade["invalid"] and not r.grade["timed_out"]
 
 
 def test_sleeping_past_the_limit(target, host_unchanged):
@@ -220,7 +226,7 @@ def test_sleeping_past_the_limit(target, host_unchanged):
             "time.sleep(600)\n")
     t0 = time.monotonic()
     r = attack(target, inject(code), limits=Limits(wall_s=4))
-    assert r.reward == 0.0 and r.grade["timed_out"] and time.monotonic() - t0 < 60
+    assert r.reward == 0.0 and any(e["kind"] == "test_timeout" for e in r.errors) and time.monotonic() - t0 < 60
 
 
 def test_writing_outside_the_workdir(target, host_unchanged):
@@ -245,3 +251,21 @@ def test_killing_the_grader(target, host_unchanged):
     r = attack(target, inject(code))
     assert r.reward == 0.0 and r.grade["f2p_total"] == len(target[2].f2p)  # grading finished
     assert os.getppid() > 1  # this test process and its parent survived
+
+
+def test_symlink_probe_learns_nothing_about_the_host(target, host_unchanged):
+    """Links planted in the workspace (by code run through run_tests) are never followed by the tools,
+    so a link to an existing host path and one to a missing path get the same answers."""
+    rows, out, row = target
+    with Workspace(row, out, ensure_runner()) as ws:
+        (ws.root / "probe").symlink_to("/etc")
+        (ws.root / "fdcalc" / "probe").symlink_to("/nonexistent-fd-probe")
+        assert "probe@" in ws.call("list_dir", {"path": "."}, turn=1)
+        assert "probe@" in ws.call("list_dir", {"path": "fdcalc"}, turn=1)
+        for tool, args in [("list_dir", {}), ("read_file", {}), ("list_dir", {"suffix": "/ssl"}),
+                           ("read_file", {"suffix": "/passwd"}), ("search", {"pattern": "root"}),
+                           ("write_file", {"suffix": "/fd-x", "content": "x"})]:
+            suffix = args.pop("suffix", "")
+            here, there = (ws.call(tool, {"path": base + "probe" + suffix, **args}, turn=2) for base in ("", "fdcalc/"))
+            assert here.startswith("error:") and here.replace("fdcalc/", "") == there.replace("fdcalc/", ""), (here, there)
+        assert not Path("/etc/fd-x").exists()

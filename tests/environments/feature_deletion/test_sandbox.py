@@ -120,3 +120,18 @@ def test_refuses_without_isolation_unless_opted_out(tmp_path):
     assert "`unshare` (util-linux) is not installed" in out
     assert "REFUSED" in out and "RAN" not in out and "isolation = \"none\"" in out
     assert "optout 42" in out
+
+
+def test_no_vendored_copy_of_a_package_is_visible(tmp_path, runner):
+    """The host holds copies of task packages (setuptools vendors more_itertools, cloud SDKs bundle
+    cachetools, interpreters bundle wheels); none of them, nor any archive, is reachable inside."""
+    code = ("import os\nnames = {'more_itertools', 'cachetools', 'toolz', 'inflection'}\nfound = []\n"
+            "for d, dirs, files in os.walk('/'):\n"
+            "    dirs[:] = [x for x in dirs if os.path.join(d, x) not in ('/proc', '/dev', '/workspace', '/sys')]\n"
+            "    found += [os.path.join(d, x) for x in dirs if x in names]\n"
+            "    found += [os.path.join(d, f) for f in files if f.endswith(('.whl', '.egg', '.zip'))\n"
+            "              or f.split('.')[0] in names]\n"
+            "print(len(found), found[:5])\n")
+    sb = Sandbox(tmp_path, runner=runner)
+    result = sb.run([sb.python, "-c", code])
+    assert result.returncode == 0 and result.stdout.strip() == "0 []", result.output

@@ -65,6 +65,18 @@ def test_bad_inputs_are_skipped_with_a_reason(tiny_repo, tmp_path, make_repo):
     assert statuses[3][0] == "ok" and len(rows) == 1 and stats["packages_skipped"] == 3
 
 
+def test_package_coverage_settings_do_not_hide_the_mapping(tmp_path, make_repo):
+    """`parallel = true` in a package's own coverage config used to send the per-test data elsewhere,
+    so the builder found no definition exercised by a passing test and skipped the package."""
+    write_tiny_repo, TINY = make_repo
+    pyproject = TINY["pyproject.toml"] + "\n[tool.coverage.run]\nparallel = true\nrelative_files = true\n"
+    repo = write_tiny_repo(tmp_path / "fdcalc", dict(TINY, **{"pyproject.toml": pyproject}))
+    config = BuildConfig(output=str(tmp_path / "o" / "tasks.jsonl"), max_tasks_per_package=2,
+                         packages=[{"source": "local", "spec": str(repo), "name": "fdcalc"}])
+    rows, stats = Builder(config, tmp_path).build()
+    assert stats["packages"][0]["status"] == "ok" and len(rows) == 2, stats["packages"]
+
+
 def test_fd_build_command_reports_bad_config(tmp_path):
     cfg = tmp_path / "b.toml"
     cfg.write_text("seed = 'x'\npackages = []\n")

@@ -19,7 +19,9 @@ def pytest_configure(config):
         import coverage
 
         source = [s for s in os.environ.get("FD_COVERAGE_SOURCE", "").split(":") if s]
-        _cov = coverage.Coverage(data_file=data_file, source=source or None, branch=False)
+        # config_file=False: a package's own [tool.coverage] settings (python-slugify's `parallel = true`
+        # sends the data to another file) must not change where and how the mapping is measured.
+        _cov = coverage.Coverage(data_file=data_file, source=source or None, branch=False, config_file=False)
         _cov.start()
 
 

@@ -77,6 +77,20 @@ def test_package_coverage_settings_do_not_hide_the_mapping(tmp_path, make_repo):
     assert stats["packages"][0]["status"] == "ok" and len(rows) == 2, stats["packages"]
 
 
+def test_a_test_file_that_cannot_import_is_dropped_with_its_reason(tmp_path, make_repo):
+    write_tiny_repo, TINY = make_repo
+    extra = "import fd_missing_requirement\n\n\ndef test_needs_it():\n    assert fd_missing_requirement\n"
+    repo = write_tiny_repo(tmp_path / "fdcalc", dict(TINY, **{"tests/test_extra.py": extra}))
+    config = BuildConfig(output=str(tmp_path / "o" / "tasks.jsonl"), max_tasks_per_package=2,
+                         packages=[{"source": "local", "spec": str(repo), "name": "fdcalc"}])
+    rows, stats = Builder(config, tmp_path).build()
+    package = stats["packages"][0]
+    assert package["status"] == "ok" and len(rows) == 2, package
+    assert package["dropped_test_files"] == {
+        "tests/test_extra.py": "ModuleNotFoundError: No module named 'fd_missing_requirement'"}
+    assert all(not t.startswith("tests/test_extra.py") for r in rows for t in r.tests)
+
+
 def test_fd_build_command_reports_bad_config(tmp_path):
     cfg = tmp_path / "b.toml"
     cfg.write_text("seed = 'x'\npackages = []\n")

@@ -72,10 +72,12 @@ class PackageStats:
     tried: int = 0
     kept: int = 0
     rejected: Counter = field(default_factory=Counter)
+    dropped_test_files: dict[str, str] = field(default_factory=dict)  # file -> why it failed to import at baseline
     seconds: float = 0.0
 
     def to_dict(self):
-        return {**self.__dict__, "rejected": dict(sorted(self.rejected.items()))}
+        return {**self.__dict__, "rejected": dict(sorted(self.rejected.items())),
+                "dropped_test_files": dict(sorted(self.dropped_test_files.items()))}
 
 
 # ---------------------------------------------------------------- sources
@@ -197,6 +199,19 @@ def source_files(repo: Path, src_paths: list[str]) -> list[str]:
     return files
 
 
+def collection_errors(outcomes: dict[str, str], output: str) -> dict[str, str]:
+    """{test file: first line of its error} for every file pytest could not collect."""
+    files = [t.split("::", 1)[1] for t, o in outcomes.items() if t.startswith("<collection>::") and o == "error"]
+    lines = output.splitlines()
+    reasons = {}
+    for f in files:
+        # pytest prints "___ ERROR collecting <file> ___", a traceback, then the error on an "E   " line.
+        start = next((i for i, ln in enumerate(lines) if f"ERROR collecting {f} " in ln), len(lines))
+        error = next((ln[1:].strip() for ln in lines[start:] if ln.startswith("E   ")), "")
+        reasons[f] = error or "collection error"
+    return reasons
+
+
 # ---------------------------------------------------------------- coverage
 
 def test_map(db: Path, workspace: str, passing: set[str]) -> dict[str, dict[int, set[str]]]:
@@ -308,6 +323,13 @@ class Builder:
             out.mkdir()
             sb = Sandbox(work, runner=self.runner, limits=self.limits, outdir=out)
             result, outcomes = run_pytest(sb, import_root, tests, coverage_source=src_paths)
+            broken = collection_errors(outcomes, result.output)
+            if broken:
+                # A test file that cannot even be imported (a test requirement missing, say) is left out
+                # with its reason, instead of aborting the whole suite's collection.
+                st.dropped_test_files = broken
+                tests = [*tests, *(f"--ignore={sb.workspace}/{f}" for f in broken)]
+                result, outcomes = run_pytest(sb, import_root, tests, coverage_source=src_paths)
             if result.timed_out:
                 raise SkipPackage(f"test suite ran past {self.limits.wall_s:.0f}s before any deletion")
             passing = {t for t, o in outcomes.items() if o == "passed" and not any(t.startswith(i) for i in spec.ignore_tests)}

@@ -5,7 +5,9 @@
 Prints: median overhead of one tool call excluding test runs (list_dir/read_file/search/edit_file/
 write_file, through Workspace.call), the fixed cost of starting one sandboxed process (namespaces +
 chroot + rlimits) over a plain subprocess, and rollouts per minute of the scripted gold agent over
-HTTP (127.0.0.1) at concurrency 1 and 4, grading included.
+HTTP (127.0.0.1) at concurrency 1 and 4, grading included; with `--grading`, the cost of grading's
+layers (scope check, canaries, report cross-check): median time to grade the gold patch of one
+task of every package with all layers and with the report alone (grading as it was before them).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from feature_deletion.grading import LAYERS, grade
 from feature_deletion.rollout import run_rollout
 from feature_deletion.sandbox import Sandbox, ensure_runner
 from feature_deletion.scripted_agent import ScriptedServer
@@ -67,13 +70,34 @@ def throughput(rows, tasks_dir, runner, concurrency) -> tuple[float, list[float]
     return len(rows) / elapsed * 60, [r.reward for r in results], statistics.median(r.timings["test_s"] for r in results)
 
 
+def grading_overhead(rows, tasks_dir, runner, repeats=5) -> dict[str, tuple[float, float]]:
+    """{package: (median seconds with every layer, median seconds on the report alone)}, gold patches."""
+    out = {}
+    for row in {r.package: r for r in reversed(rows)}.values():
+        gold = {k: v.encode() for k, v in row.gold_files.items()}
+        times: dict[frozenset, list[float]] = {LAYERS: [], frozenset(): []}
+        for _ in range(repeats):
+            for layers, seconds in times.items():
+                t0 = time.perf_counter()
+                assert grade(row, tasks_dir, None, runner, changes=gold, layers=layers).reward == 1.0
+                seconds.append(time.perf_counter() - t0)
+        out[row.package] = (statistics.median(times[LAYERS]), statistics.median(times[frozenset()]))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", default=str(DEFAULT_TASKS))
     parser.add_argument("--package", default="inflection")
     parser.add_argument("--rollouts", type=int, default=8)
+    parser.add_argument("--grading", action="store_true", help="only the grading layers' overhead")
     args = parser.parse_args()
     rows, _ = load_rows(args.tasks)
+    if args.grading:
+        for package, (layered, alone) in grading_overhead(rows, Path(args.tasks).parent, ensure_runner()).items():
+            print(f"grading {package} gold: {layered:.2f} s with every layer vs {alone:.2f} s on the report alone "
+                  f"({layered / alone:.2f}x)")
+        return
     rows = [r for r in rows if r.package == args.package][: args.rollouts]
     if not rows:
         sys.exit(f"no tasks of package {args.package} in {args.tasks}")

@@ -11,7 +11,9 @@ to agree (see the README's "Grading" section):
 2. canaries, test functions with fresh random names appended to a test file, some that must pass
    and some that must fail, are reported as they must be;
 3. the report agrees, test by test, with pytest's own terminal summary and with its exit status,
-   both read from the parent process.
+   both read from the parent process;
+4. the deleted functions, run by a fresh process on the arguments recorded with the gold code,
+   give the recorded results (`feature_deletion.behaviour`), compared in the grader's process.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from feature_deletion.behaviour import check_behaviour
 from feature_deletion.sandbox import Limits, RunResult, Sandbox
 from feature_deletion.scope import Invalid, check_scope
 from feature_deletion.task import TaskRow, apply_files, is_stripped, materialize
@@ -35,20 +38,24 @@ MAX_FILE_BYTES = 1 << 20
 GRADING_OUTPUT_KB = 16 * 1024
 # Summary flags: one line with the node id for every passed, failed, erroring, xfailed and xpassed test.
 SUMMARY_FLAGS = "-rfEpxX"
-LAYERS = frozenset({"scope", "canaries", "report"})
+LAYERS = frozenset({"scope", "canaries", "report", "behaviour"})
 SUMMARY_WORDS = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "XFAIL": "skipped", "XPASS": "skipped"}
 
 
-def pytest_argv(sb: Sandbox, tests: list[str] | None, summary: bool = False) -> list[str]:
+def pytest_argv(sb: Sandbox, tests: list[str] | None, summary: bool = False, record: bool = False) -> list[str]:
     flags = [SUMMARY_FLAGS, "--continue-on-collection-errors"] if summary else ["-rfE"]
+    flags += ["-p", "fd_calls"] if record else []
     return [sb.python, "-m", "pytest", "-q", *flags, "--tb=short", "-p", "no:cacheprovider", "-p", "fd_report",
             "-o", "addopts=", "-o", "python_files=test_*.py *_test.py tests.py test.py", "--rootdir", sb.workspace,
             *(tests or [])]
 
 
 def run_pytest(sb: Sandbox, row_import_root: str, tests: list[str] | None, coverage_source: list[str] | None = None,
-               wall_s: float | None = None, summary: bool = False) -> tuple[RunResult, dict[str, str]]:
-    """Run pytest in the sandbox; the command's result and {nodeid: outcome} (empty if no report)."""
+               wall_s: float | None = None, summary: bool = False,
+               record_targets: list[list[str]] | None = None) -> tuple[RunResult, dict[str, str]]:
+    """Run pytest in the sandbox; the command's result and {nodeid: outcome} (empty if no report).
+
+    `record_targets` ([module, function] pairs) records their calls into `calls.json` of the outdir."""
     own_out = sb.outdir is None
     if own_out:
         sb.outdir = tempfile.mkdtemp(prefix="fd-out.")
@@ -56,12 +63,13 @@ def run_pytest(sb: Sandbox, row_import_root: str, tests: list[str] | None, cover
         out = Path(sb.outdir)
         report = out / "report.json"
         report.unlink(missing_ok=True)
-        pythonpath = f"{sb.helpers}:{sb.workspace}" + (f"/{row_import_root}" if row_import_root else "")
-        env = {"PYTHONPATH": pythonpath, "FD_REPORT": f"{sb.out}/report.json"}
+        env = {"PYTHONPATH": sb.pythonpath(row_import_root), "FD_REPORT": f"{sb.out}/report.json"}
         if coverage_source is not None:
             env |= {"FD_COVERAGE": f"{sb.out}/coverage.db",
                     "FD_COVERAGE_SOURCE": ":".join(f"{sb.workspace}/{s}" for s in coverage_source)}
-        result = sb.run(pytest_argv(sb, tests, summary), env=env, wall_s=wall_s)
+        if record_targets is not None:
+            env |= {"FD_CALLS_TARGETS": json.dumps(record_targets), "FD_CALLS_OUT": f"{sb.out}/calls.json"}
+        result = sb.run(pytest_argv(sb, tests, summary, record_targets is not None), env=env, wall_s=wall_s)
         outcomes = {}
         if report.is_file():
             try:
@@ -240,13 +248,14 @@ def grade(row: TaskRow, tasks_dir: Path, agent_dir: Path | None, runner: Path | 
         canaries = plant_canaries(fresh, row) if "canaries" in layers else {}
         sb = Sandbox(fresh, runner=runner, limits=limits, isolation=isolation)  # type: ignore[arg-type]
         result, outcomes = run_pytest(sb, row.import_root, row.tests + sorted(canaries), summary=True)
-    f2p = sum(outcomes.get(t) == "passed" for t in row.f2p)
-    p2p = sum(outcomes.get(t) == "passed" for t in row.p2p)
-    reward = reward_of(f2p, len(row.f2p), p2p, len(row.p2p))
-    # An honest failure needs no proof; a claimed success must survive every layer.
-    if reward > 0:
-        invalid = check_canaries(canaries, outcomes) + (
-            check_report(row, canaries, result, outcomes) if "report" in layers else [])
+        f2p = sum(outcomes.get(t) == "passed" for t in row.f2p)
+        p2p = sum(outcomes.get(t) == "passed" for t in row.p2p)
+        reward = reward_of(f2p, len(row.f2p), p2p, len(row.p2p))
+        # An honest failure needs no proof; a claimed success must survive every layer.
+        if reward > 0:
+            invalid = check_canaries(canaries, outcomes) + (
+                check_report(row, canaries, result, outcomes) if "report" in layers else []) + (
+                check_behaviour(row, fresh, runner, limits, isolation) if "behaviour" in layers else [])
     return replace(base, reward=0.0 if invalid else reward, f2p_passed=f2p, p2p_passed=p2p,
                    invalid=[i.model_dump() for i in invalid], failing=[t for t in row.tests if outcomes.get(t) != "passed"],
                    timed_out=result.timed_out, output_tail=result.output[-2000:])

@@ -21,9 +21,9 @@ from typing import Any
 import httpx
 
 from feature_deletion.grading import Grade, grade
-from feature_deletion.sandbox import Limits, ensure_runner
+from feature_deletion.sandbox import Limits
 from feature_deletion.scope import Invalid
-from feature_deletion.task import TaskRow
+from feature_deletion.task import TaskRow, runner_for
 from feature_deletion.tools import TOOL_SCHEMAS, Workspace
 
 SYSTEM_PROMPT = (
@@ -79,7 +79,7 @@ class ToolSession:
     def __init__(self, row: TaskRow, tasks_dir: str | Path, runner: Path | None = None, limits: Limits | None = None,
                  isolation: str = "namespace"):
         self.row, self.tasks_dir, self.isolation = row, Path(tasks_dir), isolation
-        self.runner = runner or ensure_runner()
+        self.runner = runner or runner_for(row)
         self.limits = limits or Limits()
         self.workspace = Workspace(row, self.tasks_dir, self.runner, self.limits, isolation)
 

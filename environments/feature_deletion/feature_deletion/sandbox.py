@@ -239,6 +239,10 @@ class Sandbox:
     def out(self) -> str:
         return OUTDIR if self.isolation == "namespace" else str(self.outdir)
 
+    def pythonpath(self, import_root: str) -> str:
+        """PYTHONPATH inside the sandbox: the grader's helpers, then the repository's import root."""
+        return f"{self.helpers}:{self.workspace}" + (f"/{import_root}" if import_root else "")
+
     def run(self, argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
             wall_s: float | None = None) -> RunResult:
         if self.isolation == "namespace":

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from feature_deletion.sandbox import cache_dir
+from feature_deletion.sandbox import cache_dir, ensure_runner
 
 SCHEMA_VERSION = 1
 # Never shipped to the agent: history, caches, bytecode, build outputs, installed metadata.
@@ -65,10 +65,18 @@ class TaskRow(BaseModel):
     p2p: list[str] = Field(min_length=1)
     prompt: str
     seed: int = 0
+    calls: list[dict] = []  # recorded calls of the deleted functions (feature_deletion.behaviour); never in the sandbox
+    calls_status: str = ""  # how many were recorded, or why none could be
+    test_requirements: list[str] = []  # installed into the test runner beside pytest (never the package itself)
 
     @property
     def tests(self) -> list[str]:
         return sorted(set(self.f2p) | set(self.p2p))
+
+
+def runner_for(row: TaskRow) -> Path:
+    """The test-runner venv of a task: pytest, coverage and the package's test requirements."""
+    return ensure_runner(tuple(row.test_requirements))
 
 
 def load_rows(path: str | Path) -> tuple[list[TaskRow], list[str]]:
@@ -84,6 +92,16 @@ def load_rows(path: str | Path) -> tuple[list[TaskRow], list[str]]:
                 first = str(exc).splitlines()
                 problems.append(f"{path}:{number}: malformed task row skipped: {' '.join(first[:3])[:300]}")
     return rows, problems
+
+
+def write_rows(path: str | Path, rows: list[TaskRow]) -> None:
+    """A tasks JSONL (xz when the name ends with .xz), renamed into place when complete."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp" + path.suffix)
+    with open_text(tmp, "w") as f:
+        for row in rows:
+            f.write(row.model_dump_json() + "\n")
+    tmp.replace(path)
 
 
 def open_text(path: str | Path, mode: str = "r"):

@@ -17,8 +17,8 @@ from pydantic import Field
 
 from feature_deletion.grading import grade
 from feature_deletion.rollout import SYSTEM_PROMPT, ToolSession
-from feature_deletion.sandbox import IsolationUnavailable, ensure_runner, probe_isolation
-from feature_deletion.task import TaskRow, load_rows
+from feature_deletion.sandbox import IsolationUnavailable, probe_isolation
+from feature_deletion.task import TaskRow, load_rows, runner_for
 
 logger = logging.getLogger(__name__)
 DATA = Path(__file__).parent / "data"
@@ -54,7 +54,8 @@ class FeatureDeletionTask(vf.Task[FeatureDeletionData]):
 
     async def validate(self, runtime=None) -> bool | None:
         """Gold patch scores 1.0 and the untouched task 0.0 (in the local sandbox)."""
-        row, tasks_dir, runner = self.row, Path(self.data.tasks_dir), ensure_runner()
+        row, tasks_dir = self.row, Path(self.data.tasks_dir)
+        runner = runner_for(row)
         gold = grade(row, tasks_dir, None, runner, changes={k: v.encode() for k, v in row.gold_files.items()})
         noop = grade(row, tasks_dir, None, runner)
         return gold.reward == 1.0 and noop.reward == 0.0

@@ -1,5 +1,7 @@
 """`fd-validate [tasks.jsonl]`: every task's gold patch must score 1.0 and the untouched task 0.0.
 
+`--record-calls` first records, with the gold code, the calls of each task's deleted functions made
+by its fail-to-pass tests (grading's behaviour layer) and rewrites the tasks file with them.
 Malformed rows are reported and counted, never fatal. Exit status 0 only when every row is valid.
 """
 
@@ -8,13 +10,36 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from feature_deletion.grading import grade
-from feature_deletion.sandbox import ensure_runner
-from feature_deletion.task import TaskRow, load_rows
+from feature_deletion.behaviour import replay, targets_of
+from feature_deletion.grading import grade, run_pytest
+from feature_deletion.sandbox import Limits, Sandbox
+from feature_deletion.task import TaskRow, load_rows, materialize, runner_for, write_rows
+
+
+def record_calls(row: TaskRow, tasks_dir: Path, runner: Path, limits: Limits | None = None) -> TaskRow:
+    """The row with the calls of its deleted functions that its F2P tests make on the gold code,
+    kept only where a replay of the gold code gives the same encoded result."""
+    targets = targets_of(row)
+    if targets is None:
+        return row.model_copy(update={"calls": [], "calls_status": "not recorded: a target is a method or a class"})
+    with tempfile.TemporaryDirectory(prefix="fd-record.") as tmp:
+        gold = materialize(row, tasks_dir, Path(tmp) / "repo", state="gold", git=False)
+        out = Path(tmp) / "out"
+        out.mkdir()
+        sb = Sandbox(gold, runner=runner, limits=limits or Limits(), outdir=out)
+        run_pytest(sb, row.import_root, row.f2p, record_targets=targets)
+        recorded = json.loads((out / "calls.json").read_text()) if (out / "calls.json").is_file() else []
+        sb.outdir = None
+        outcomes = (replay(sb, row, recorded) or []) if recorded else []
+    kept = [c for c, got in zip(recorded, outcomes) if got == c["result"]]
+    status = f"recorded {len(kept)} calls" if kept else \
+        "not recorded: no call of the deleted functions serialises faithfully and replays the same"
+    return row.model_copy(update={"calls": kept, "calls_status": status})
 
 
 def validate_row(row: TaskRow, tasks_dir: Path, runner: Path) -> dict:
@@ -34,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--output", help="write one JSON result per task here")
+    parser.add_argument("--record-calls", action="store_true",
+                        help="record the deleted functions' calls with the gold code and rewrite the tasks file")
     args = parser.parse_args(argv)
     path = Path(args.tasks)
     if not path.is_file():
@@ -42,9 +69,16 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(p, file=sys.stderr)
     rows = rows[: args.limit] if args.limit else rows
-    runner = ensure_runner()
+    if args.record_calls:
+        if problems or args.limit:
+            parser.error("--record-calls rewrites the whole tasks file: fix malformed rows and drop --limit")
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            rows = list(pool.map(lambda r: record_calls(r, path.parent, runner_for(r)), rows))
+        write_rows(path, rows)
+        recorded = [r for r in rows if r.calls]
+        print(f"calls recorded for {len(recorded)}/{len(rows)} tasks ({sum(len(r.calls) for r in recorded)} calls)")
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        results = list(pool.map(lambda r: validate_row(r, path.parent, runner), rows))
+        results = list(pool.map(lambda r: validate_row(r, path.parent, runner_for(r)), rows))
     for r in results:
         if not r["valid"]:
             print(f"INVALID {r['id']}: {r}", file=sys.stderr)

@@ -1,6 +1,10 @@
+import base64
+import hashlib
 import json
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 from feature_deletion.builder.core import BuildConfig, Builder
 from feature_deletion.task import load_rows, materialize
@@ -89,6 +93,53 @@ def test_a_test_file_that_cannot_import_is_dropped_with_its_reason(tmp_path, mak
     assert package["dropped_test_files"] == {
         "tests/test_extra.py": "ModuleNotFoundError: No module named 'fd_missing_requirement'"}
     assert all(not t.startswith("tests/test_extra.py") for r in rows for t in r.tests)
+
+
+def test_whole_suite_pass_to_pass(tiny_repo, tiny_tasks, tmp_path):
+    """By default P2P comes from the deleted code's test files; `whole_suite` takes every test that
+    still passes, so a task in core.py also guards text.py's tests."""
+    config = BuildConfig(output=str(tmp_path / "o" / "tasks.jsonl"), max_tasks_per_package=2, pass_to_pass="whole_suite",
+                         packages=[{"source": "local", "spec": str(tiny_repo), "name": "fdcalc"}])
+    rows, _ = Builder(config, tmp_path).build()
+    assert len(rows) == 2
+    for row in rows:
+        assert len(row.f2p) + len(row.p2p) == 10  # the tiny suite: 7 tests in test_core.py, 3 in test_text.py
+        assert {t.split("::")[0] for t in row.p2p} == {"tests/test_core.py", "tests/test_text.py"}
+    default_rows, _, _ = tiny_tasks
+    assert all(len({t.split("::")[0] for t in r.tests}) == 1 for r in default_rows)
+
+
+def _wheel(dest: Path, name: str, source: str) -> Path:
+    """A minimal pure-Python wheel, so that installing a test requirement needs no index."""
+    files = {f"{name}/__init__.py": source,
+             f"{name}-0.1.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n",
+             f"{name}-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = []
+    path = dest / f"{name}-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for rel, text in files.items():
+            z.writestr(rel, text)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+            record.append(f"{rel},sha256={digest},{len(text)}")
+        z.writestr(f"{name}-0.1.dist-info/RECORD", "\n".join(record + [f"{name}-0.1.dist-info/RECORD,,"]) + "\n")
+    return path
+
+
+def test_test_requirements_are_installed_into_the_runner_and_kept_with_the_task(tmp_path, make_repo):
+    write_tiny_repo, TINY = make_repo
+    wheel = _wheel(tmp_path, "fdextra", "def triple(x):\n    return 3 * x\n")
+    extra = "import fdextra\nfrom fdcalc import mul\n\n\ndef test_triple():\n    assert fdextra.triple(mul(2, 2)) == 12\n"
+    repo = write_tiny_repo(tmp_path / "fdcalc", dict(TINY, **{"tests/test_extra.py": extra}))
+    config = BuildConfig(output=str(tmp_path / "o" / "tasks.jsonl"), max_tasks_per_package=6,
+                         packages=[{"source": "local", "spec": str(repo), "name": "fdcalc",
+                                    "test_requirements": [str(wheel)]}])
+    builder = Builder(config, tmp_path)
+    rows, stats = builder.build()
+    builder.write(rows, stats)
+    assert stats["packages"][0]["dropped_test_files"] == {} and stats["packages"][0]["baseline_passed"] == 11
+    assert rows and all(r.test_requirements == [str(wheel)] for r in rows)
+    assert any("tests/test_extra.py::test_triple" in r.tests for r in rows)
+    assert validate_main([str(tmp_path / "o" / "tasks.jsonl")]) == 0
 
 
 def test_fd_build_command_reports_bad_config(tmp_path):

@@ -12,9 +12,10 @@ import textwrap
 from dataclasses import dataclass
 
 import pytest
+from feature_deletion.behaviour import replay, targets_of
 from feature_deletion.builder.deletions import STUB
 from feature_deletion.grading import grade
-from feature_deletion.sandbox import ensure_runner
+from feature_deletion.sandbox import Sandbox, ensure_runner
 from feature_deletion.task import load_rows
 from feature_deletion.taskset import DEFAULT_TASKS
 
@@ -231,15 +232,46 @@ def test_layers_that_read_the_test_run_stop_forges_alone(name, layers, caught_by
     assert g.reward == 0.0 and caught_by in {i["code"] for i in g.invalid}, g.invalid
 
 
-@pytest.mark.parametrize("name", ["always_equal_nested_class", "pytest_global_replaced_by_frame_walk"])
-def test_only_the_scope_check_stops_forges_that_make_tests_really_pass(name, real_tasks):
-    """These make pytest itself see passing tests: canaries and the summary agree with the report,
-    which is why the parse-tree check (and not a reading of the test run) has to stop them."""
+@pytest.mark.parametrize("name", ["always_equal_nested_class", "always_equal_built_with_type",
+                                  "pytest_global_replaced_by_frame_walk"])
+def test_forges_that_make_tests_really_pass_are_stopped_by_scope_or_behaviour(name, real_tasks):
+    """These make pytest itself see passing tests: canaries and the summary agree with the report.
+    The parse-tree check stops them, and so does replaying the recorded calls in a fresh process."""
     rows, tasks_dir, runner = real_tasks
     attack = next(a for a in ATTACKS if a.name == name)
     row = rows[POTENCY_TASK]
-    g = grade(row, tasks_dir, None, runner, changes=submission(row, attack), layers=frozenset({"canaries", "report"}))
-    assert g.reward > 0 and not g.invalid
+    assert row.calls, row.calls_status
+    reading = grade(row, tasks_dir, None, runner, changes=submission(row, attack),
+                    layers=frozenset({"canaries", "report"}))
+    assert reading.reward > 0 and not reading.invalid
+    replayed = grade(row, tasks_dir, None, runner, changes=submission(row, attack),
+                     layers=frozenset({"canaries", "report", "behaviour"}))
+    assert replayed.reward == 0.0 and [i["code"] for i in replayed.invalid] == ["behaviour"], replayed.invalid
+
+
+def test_recorded_results_never_enter_the_sandbox(real_tasks, tmp_path):
+    """The replay process gets the recorded arguments only: code that reads every file it can reach
+    in the sandbox's output dir finds no expected result."""
+    rows, _, runner = real_tasks
+    (tmp_path / "peek.py").write_text("import os\n\ndef look(x):\n"
+                                      "    return ''.join(open('/fdout/' + n).read() for n in os.listdir('/fdout'))\n")
+    calls = [{"target": ["peek", "look"], "args": ["list", [["int", 1]]], "kwargs": ["dict", []],
+              "result": ["str", "EXPECTED-fd-secret"]}]
+    outcomes = replay(Sandbox(tmp_path, runner=runner), rows["inflection"], calls)
+    assert outcomes and outcomes[0][0] == "str" and '"target"' in outcomes[0][1], outcomes
+    assert "EXPECTED-fd-secret" not in outcomes[0][1]
+
+
+def test_bundled_tasks_say_whether_their_calls_were_recorded():
+    rows, _ = load_rows(DEFAULT_TASKS)
+    assert all(r.calls_status for r in rows)
+    functions = [r for r in rows if targets_of(r) is not None]
+    assert all(r.calls_status.startswith("not recorded: a target is a method") for r in rows if targets_of(r) is None)
+    recorded = [r for r in functions if r.calls]
+    # 26 of the 53 function tasks when recorded; iterators and callables do not serialise.
+    assert len(recorded) >= 20 and all(r.calls_status == f"recorded {len(r.calls)} calls"
+                                                         for r in recorded)
+    assert {r.package for r in recorded} >= {"inflection", "toolz"}
 
 
 def test_gold_scores_one_and_untouched_zero_with_every_layer(real_tasks):

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,8 +28,9 @@ from feature_deletion.builder.deletions import (
 from feature_deletion.grading import grade, run_pytest
 from feature_deletion.sandbox import Limits, Sandbox, ensure_runner
 from feature_deletion.task import (
-    Deletion, Source, Target, TaskRow, extract_base, is_stripped, open_text, sha256_file, strip_tree,
+    Deletion, Source, Target, TaskRow, extract_base, is_stripped, sha256_file, strip_tree, write_rows,
 )
+from feature_deletion.validate import record_calls
 
 logger = logging.getLogger("fd-build")
 BUILDER_VERSION = "1"
@@ -44,6 +46,8 @@ class PackageSpec(BaseModel):
     src_paths: list[str] = []  # editable source paths (default: discovered top-level packages/modules)
     import_root: str | None = None
     ignore_tests: list[str] = []  # node id prefixes to leave out (e.g. network tests)
+    # The tests' own requirements (pip specs or paths of wheels), installed into the runner venv.
+    test_requirements: list[str] = []
 
 
 class BuildConfig(BaseModel):
@@ -55,6 +59,10 @@ class BuildConfig(BaseModel):
     max_candidates_per_package: int = Field(80, ge=1)
     modes: list[str] = ["body", "definition", "class_bodies"]
     test_timeout_s: float = 120.0
+    # Where P2P tests come from. "test_files" (default): the passing tests of the test files that
+    # exercise the deleted code, so grading runs few tests. "whole_suite": every test that passes at
+    # baseline and still passes after the deletion, so a fix that breaks the package elsewhere scores 0.
+    pass_to_pass: Literal["test_files", "whole_suite"] = "test_files"
     packages: list[PackageSpec]
 
 
@@ -250,7 +258,7 @@ class Builder:
         self.base_dir = base_dir
         self.output = (base_dir / config.output).resolve() if not Path(config.output).is_absolute() else Path(config.output)
         self.repos_dir = self.output.parent / "repos"
-        self.runner = ensure_runner()
+        self.runner: Path | None = None  # the package's runner, set per package (its test requirements)
         self.limits = Limits(wall_s=config.test_timeout_s)
 
     def build(self) -> tuple[list[TaskRow], dict]:
@@ -282,9 +290,7 @@ class Builder:
 
     def write(self, rows: list[TaskRow], stats: dict) -> tuple[Path, Path]:
         self.output.parent.mkdir(parents=True, exist_ok=True)
-        with open_text(self.output, "w") as f:
-            for row in rows:
-                f.write(row.model_dump_json() + "\n")
+        write_rows(self.output, rows)
         stats_path = Path(self.config.stats) if self.config.stats else self.output.parent / (self.output.name.split(".")[0] + ".stats.json")
         if not stats_path.is_absolute():
             stats_path = (self.base_dir / stats_path) if self.config.stats else stats_path
@@ -305,6 +311,7 @@ class Builder:
             source = Source(kind="local", spec=spec.spec, sha256=digest)
         else:
             raise SkipPackage(f"unknown source {spec.source!r} (pypi or local)")
+        self.runner = ensure_runner(tuple(spec.test_requirements))
         tree = extract_base(archive, digest)
         tops = [p for p in tree.iterdir()]
         root = tops[0].name if len(tops) == 1 and tops[0].is_dir() else ""
@@ -312,7 +319,8 @@ class Builder:
         import_root, src_paths, tests = discover_layout(repo, spec)
         rel_archive = os.path.relpath(archive, self.output.parent)
         proto = dict(package=name, version=version, source=source, archive=rel_archive, root=root,
-                     import_root=import_root, src_paths=src_paths, seed=self.config.seed)
+                     import_root=import_root, src_paths=src_paths, seed=self.config.seed,
+                     test_requirements=spec.test_requirements)
 
         # Baseline: the untouched repository's tests, with per-test coverage.
         with tempfile.TemporaryDirectory(prefix="fd-build.") as tmp:
@@ -437,6 +445,8 @@ class Builder:
             return None, "transform_failed"
         scope_files = sorted({t.split("::", 1)[0] for t in cand.tests})
         scope = sorted(t for t in passing if t.split("::", 1)[0] in scope_files)
+        if self.config.pass_to_pass == "whole_suite":
+            scope_files, scope = tests, sorted(passing)
         d = cand.definition
         mode_word = {"body": "body", "definition": "def", "class_bodies": "methods"}[cand.mode]
         task_id = f"{proto['package']}-{proto['version']}/{d.file}:{d.qualname}:{mode_word}"
@@ -469,7 +479,7 @@ class Builder:
                            changes={k: v.encode() for k, v in gold.items()})
         if gold_grade.reward != 1.0:
             return None, "gold_does_not_pass"
-        return row, "kept"
+        return record_calls(row, self.output.parent, self.runner, self.limits), "kept"
 
 
 def make_prompt(proto: dict, deletion: Deletion, f2p: list[str]) -> str:

@@ -24,7 +24,7 @@ arm is "not worse beyond noise" when its mean reward is at most two standard err
 difference of means below the (0, 0) arm's.
 
 Teachers are any model directories that share the warm start's tokenizer (e.g. quickstart RL
-checkpoints: `uv run rl @ configs/quickstart/rl.toml` then `outputs/quickstart/broadcasts/step_800`).
+checkpoints: `uv run rl @ configs/quickstart/rl.toml` then `outputs/quickstart/broadcasts/step_600`).
 """
 
 from __future__ import annotations
@@ -259,8 +259,8 @@ def summary(rows: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--teachers", nargs="+", type=Path, required=True)
-    parser.add_argument("--warmstart", type=Path, default=Path("outputs/composed-warmstart"),
-                        help="the student (uv run sft @ configs/composed/sft.toml)")
+    parser.add_argument("--warmstart", type=Path, default=Path("configs/composed/warmstart"),
+                        help="the student (committed; configs/composed/README.md rebuilds it)")
     parser.add_argument("--k", type=int, default=2, help="teachers that must agree")
     parser.add_argument("--work", type=Path, default=Path("outputs/ablation"))
     parser.add_argument("--steps", type=int, default=300)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
 from composer_prime.config import LogConfig, ModelConfig, OutputDir
@@ -42,5 +42,15 @@ class SFTConfig(BaseConfig):
         bool, Field(description="Add one hinted demonstration per example (a wrong attempt's feedback as a hint "
                                 "before the answer), so the model learns to use hints (hint channel teacher).")
     ] = False
+    plain: Annotated[
+        bool, Field(description="Train on the plain demonstrations. Off (with hinted on) teaches a warm start to read "
+                                "hints without making it better at the task itself, which would leave RL less room.")
+    ] = True
     optim: SFTOptimConfig = SFTOptimConfig()
     log: LogConfig = LogConfig()
+
+    @model_validator(mode="after")
+    def _some_demonstrations(self) -> SFTConfig:
+        if not (self.plain or self.hinted):
+            raise ValueError("no demonstrations to train on: set plain or hinted")
+        return self

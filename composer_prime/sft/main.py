@@ -28,7 +28,7 @@ def train(config: SFTConfig) -> Path:
     tokenizer = load_tokenizer(config.model)
     model = load_model(config.model, device)
     env = load_environment(config.env)
-    demos = demonstrations(env.examples("train"), tokenizer)
+    demos = demonstrations(env.examples("train"), tokenizer) if config.plain else []
     if config.hinted:
         demos += hinted_demonstrations(env.examples("train"), env, tokenizer, config.seed)
     optim = config.optim

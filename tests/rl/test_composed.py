@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from composer_prime.messages import Action, ChatMessage
-from composer_prime.pairs import PreferencePair, Provenance, write_pairs
+from composer_prime.pairs import read_pairs
 from composer_prime.traces import read_traces, traces_path
 from composer_prime.utils.net import free_port
 
@@ -19,32 +18,15 @@ REPO = Path(__file__).resolve().parents[2]
 STEPS = 4
 
 
-def reverse_text_pairs(count: int) -> list[PreferencePair]:
-    """Right reversal preferred over the prompt copied back: the student's commonest mistake."""
-    pairs = []
-    for i in range(count):
-        word = "".join(chr(97 + (i * 5 + j * 11) % 26) for j in range(3 + i % 5))
-        pairs.append(PreferencePair(
-            id=f"p{i}",
-            state=[ChatMessage(role="system", content="Reverse the letters."),
-                   ChatMessage(role="user", content=" ".join(word))],
-            chosen=Action(content=" ".join(reversed(word))), rejected=Action(content=" ".join(word)),
-            provenance=Provenance(source="test", format="composer-prime", trace_id=f"t{i}", step=0, k=2, n=3),
-        ))
-    return pairs
-
-
 @pytest.mark.slow
 def test_every_channel_is_live_in_a_real_run(tmp_path):
-    pairs = tmp_path / "pairs.jsonl"
-    write_pairs(pairs, reverse_text_pairs(40))
+    """The committed config as a fresh clone runs it (its warm start and mined pairs), only smaller."""
     out = tmp_path / "run"
     command = [
         sys.executable, "-m", "composer_prime.rl.main", "@", str(REPO / "configs/composed/rl.toml"),
         "--output-dir", str(out), "--max-steps", str(STEPS), "--inference.port", str(free_port()),
-        "--model.path", str(REPO / "configs/quickstart/warmstart"),  # the composed warm start is built, not shipped
         "--orchestrator.batch-size", "16", "--orchestrator.group-size", "4", "--orchestrator.eval.num-examples", "8",
-        "--orchestrator.hints.max-sites-per-step", "6", "--trainer.loss.preference.pairs", str(pairs),
+        "--orchestrator.hints.max-sites-per-step", "6",
         "--trainer.loss.preference.pairs-per-step", "4", "--trainer.loss.preference.eval-interval", "2",
         "--trainer.loss.hint.weight", "0.5", "--trainer.loss.preference.weight", "0.5",
         "--no-plot", "--no-log.progress",
@@ -78,3 +60,15 @@ def test_every_channel_is_live_in_a_real_run(tmp_path):
     assert evals == [0, 2, 4]
     wrong = [e for t in read_traces(traces_path(out, 1)) for e in t.errors if e.kind == "wrong_answer"]
     assert wrong and all(e.message.startswith("expected '") for e in wrong)  # the env's feedback reached the sites
+
+
+def test_the_committed_pairs_were_mined_by_replay_against_the_warm_start():
+    """pairs/ holds what a real `uv run replay` wrote: k of n teachers agreeing against the student's answer."""
+    pairs = read_pairs(REPO / "configs/composed/pairs/pairs.jsonl")
+    stats = json.loads((REPO / "configs/composed/pairs/stats.json").read_text())
+    assert len(pairs) == stats["pairs_written"] > 100
+    for pair in pairs:
+        agreeing = [t for t in pair.provenance.teachers if t.agrees]
+        assert len(agreeing) >= pair.provenance.k == 2 and pair.provenance.n == 3
+        assert all(t.action.content == pair.chosen.content for t in agreeing)
+        assert pair.chosen.content != pair.rejected.content

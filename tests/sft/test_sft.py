@@ -86,3 +86,23 @@ def test_missing_model_is_one_line(capsys, tmp_path):
         run_cli(SFTConfig, train, ["--model.path", str(tmp_path / "nope"), "--output-dir", str(tmp_path / "run")])
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and err == f"error: model directory not found: {tmp_path / 'nope'}"
+
+
+def test_hinted_only_sft_learns_the_hinted_contexts(base, tokenizer, tmp_path):
+    config = SFTConfig(
+        model=ModelConfig(path=str(base)), env=ENV, output_dir=tmp_path / "run", max_steps=25, batch_size=16,
+        hinted=True, plain=False, optim=SFTOptimConfig(lr=3e-3), log=LogConfig(progress=False),
+    )
+    saved = train(config)
+    env = load_environment(ENV)
+    batch = collate(hinted_demonstrations(env.examples("train")[:32], env, tokenizer, seed=1), tokenizer.pad_token_id)
+    with torch.no_grad():
+        before = load_model(ModelConfig(path=str(base)))(**batch).loss.item()
+        after = load_model(ModelConfig(path=str(saved)))(**batch).loss.item()
+    assert after < before - 1.0, (before, after)
+
+
+def test_no_demonstrations_is_one_line(capsys, base, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        run_cli(SFTConfig, train, ["--model.path", str(base), "--output-dir", str(tmp_path / "run"), "--no-plain"])
+    assert exit_.value.code == 2 and "no demonstrations to train on: set plain or hinted" in capsys.readouterr().err

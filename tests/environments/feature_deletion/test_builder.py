@@ -142,6 +142,23 @@ def test_test_requirements_are_installed_into_the_runner_and_kept_with_the_task(
     assert validate_main([str(tmp_path / "o" / "tasks.jsonl")]) == 0
 
 
+def test_recorded_calls_keep_only_what_the_tasks_file_can_hold(tmp_path, make_repo):
+    """A call with a lone surrogate (python-slugify's tests make one) cannot be written as UTF-8:
+    it is left out of the recording instead of failing the whole build at write time."""
+    write_tiny_repo, TINY = make_repo
+    tests = TINY["tests/test_text.py"] + (
+        "\n\n        def test_shout_surrogate():\n            assert shout(' \\ud800 ') == '\\ud800!'\n")
+    repo = write_tiny_repo(tmp_path / "fdcalc", dict(TINY, **{"tests/test_text.py": tests}))
+    config = BuildConfig(output=str(tmp_path / "o" / "tasks.jsonl"), max_tasks_per_package=8,
+                         packages=[{"source": "local", "spec": str(repo), "name": "fdcalc"}])
+    builder = Builder(config, tmp_path)
+    rows, stats = builder.build()
+    builder.write(rows, stats)
+    shout = [r for r in load_rows(tmp_path / "o" / "tasks.jsonl")[0] if r.deletion.targets[0].qualname == "shout"]
+    assert shout and shout[0].calls, [r.id for r in rows]
+    assert {c["args"][1][0][1] for c in shout[0].calls} == {" hi "}
+
+
 def test_fd_build_command_reports_bad_config(tmp_path):
     cfg = tmp_path / "b.toml"
     cfg.write_text("seed = 'x'\npackages = []\n")

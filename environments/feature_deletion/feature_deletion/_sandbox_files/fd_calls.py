@@ -30,6 +30,11 @@ def encode(x, depth=0):
     if depth > 20:
         raise Unserialisable("too deep")
     t = type(x)
+    if t is str:
+        try:
+            x.encode("utf-8")  # a lone surrogate cannot be stored in the UTF-8 tasks file
+        except UnicodeEncodeError:
+            raise Unserialisable("str with surrogates") from None
     if x is None or t in (bool, int, str):
         return [t.__name__, x]
     if t is float:

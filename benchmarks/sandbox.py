@@ -6,7 +6,7 @@ Prints: median overhead of one tool call excluding test runs (list_dir/read_file
 write_file, through Workspace.call), the fixed cost of starting one sandboxed process (namespaces +
 chroot + rlimits) over a plain subprocess, and rollouts per minute of the scripted gold agent over
 HTTP (127.0.0.1) at concurrency 1 and 4, grading included; with `--grading`, the cost of grading's
-layers (scope check, canaries, report cross-check): median time to grade the gold patch of one
+layers (scope check, canaries, report cross-check, replay of recorded calls): median time to grade the gold patch of one
 task of every package with all layers and with the report alone (grading as it was before them).
 """
 
@@ -71,9 +71,10 @@ def throughput(rows, tasks_dir, runner, concurrency) -> tuple[float, list[float]
 
 
 def grading_overhead(rows, tasks_dir, runner, repeats=5) -> dict[str, tuple[float, float]]:
-    """{package: (median seconds with every layer, median seconds on the report alone)}, gold patches."""
+    """{package: (median seconds with every layer, median seconds on the report alone)}, gold patches
+    of one task per package, one whose calls were recorded where there is one (so the replay counts)."""
     out = {}
-    for row in {r.package: r for r in reversed(rows)}.values():
+    for row in {r.package: r for r in sorted(rows, key=lambda r: bool(r.calls))}.values():
         gold = {k: v.encode() for k, v in row.gold_files.items()}
         times: dict[frozenset, list[float]] = {LAYERS: [], frozenset(): []}
         for _ in range(repeats):

@@ -180,17 +180,21 @@ def plant_canaries(root: Path, row: TaskRow) -> dict[str, str]:
 
 
 def summary_outcomes(output: str, nodeids: list[str]) -> dict[str, str]:
-    """{node id: outcome} from pytest's short test summary (ERROR wins over FAILED for one test)."""
+    """{node id: outcome} from pytest's short test summary (ERROR wins over FAILED for one test).
+
+    The summary is one block of entries after its header and ends at its first other line, so lines
+    printed after pytest's final counts (by a finaliser, say) are not read; a second header means
+    something printed a summary of its own, and nothing is read at all."""
+    lines = output.splitlines()
+    headers = [i for i, line in enumerate(lines) if re.match(r"=+ short test summary info =+$", line)]
+    if len(headers) != 1:
+        return {}
     known = sorted(nodeids, key=len, reverse=True)
     found: dict[str, str] = {}
-    in_summary = False
-    for line in output.splitlines():
-        if re.match(r"=+ short test summary info =+$", line):
-            in_summary = True
-            continue
+    for line in lines[headers[0] + 1:]:
         word, _, rest = line.partition(" ")
-        if not in_summary or word not in SUMMARY_WORDS:
-            continue
+        if word not in SUMMARY_WORDS:
+            break
         node = rest if rest in found or rest in nodeids else next(
             (k for k in known if rest.startswith(k + " - ")), None)
         if node is not None and found.get(node) != "error":

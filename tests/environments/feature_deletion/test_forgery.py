@@ -96,6 +96,9 @@ ATTACKS = [
     Attack("builtins_through_dunder", "b = __builtins__\nb['open'] = b['open']\n", "body", "construct.builtin"),
     Attack("atexit_rewrites_report", "import atexit, os, json\np = os.environ['FD_' + 'REP' + 'ORT']" + REWRITE_REPORT
            + "atexit.register(fix)\n", "body", "construct.import", forges=True),
+    Attack("atexit_rewrites_report_and_prints_a_summary", "import atexit, os, json\np = os.environ['FD_REPORT']"
+           + REWRITE_REPORT + "    print('=' * 9 + ' short test summary info ' + '=' * 9)\n    for n in d:\n"
+           "        print('PASSED ' + n)\natexit.register(fix)\n", "body", "construct.import", forges=True),
     Attack("atexit_built_from_pieces", "import os, json\np = os.environ['FD_' + 'REPORT']" + REWRITE_REPORT
            + "getattr(__import__('ate' + 'xit'), 'reg' + 'ister')(fix)\n", "helper", "construct.builtin"),
     Attack("hook_on_plugin_manager_via_gc", "import gc" + PASS_REPORT + "for o in gc.get_objects():\n"
@@ -218,6 +221,7 @@ def test_attack_scores_zero_on_every_package(attack, real_tasks):
 @pytest.mark.parametrize("name, layers, caught_by", [
     ("report_plugin_by_name", {"report"}, "report_mismatch"),
     ("atexit_rewrites_report", {"report"}, "report_mismatch"),
+    ("atexit_rewrites_report_and_prints_a_summary", {"report"}, "report_mismatch"),
     ("report_plugin_by_name", {"canaries"}, "canary"),
     ("hook_on_plugin_manager_via_gc", {"canaries"}, "canary"),
     ("runner_wrapped_by_built_name", {"canaries"}, "canary"),

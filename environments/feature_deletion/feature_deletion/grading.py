@@ -182,9 +182,11 @@ def plant_canaries(root: Path, row: TaskRow) -> dict[str, str]:
 def summary_outcomes(output: str, nodeids: list[str]) -> dict[str, str]:
     """{node id: outcome} from pytest's short test summary (ERROR wins over FAILED for one test).
 
-    The summary is one block of entries after its header and ends at its first other line, so lines
-    printed after pytest's final counts (by a finaliser, say) are not read; a second header means
-    something printed a summary of its own, and nothing is read at all."""
+    The summary is one block of entries after its header; an entry's message may go on over indented
+    or empty lines (pytest prints whole multi-line messages when it thinks it runs in CI). The block
+    ends at its first other line (pytest's final counts), so lines printed after it (by a finaliser,
+    say) are not read; a second header means something printed a summary of its own, and nothing is
+    read at all."""
     lines = output.splitlines()
     headers = [i for i, line in enumerate(lines) if re.match(r"=+ short test summary info =+$", line)]
     if len(headers) != 1:
@@ -192,6 +194,8 @@ def summary_outcomes(output: str, nodeids: list[str]) -> dict[str, str]:
     known = sorted(nodeids, key=len, reverse=True)
     found: dict[str, str] = {}
     for line in lines[headers[0] + 1:]:
+        if not line.strip() or line[0].isspace():
+            continue
         word, _, rest = line.partition(" ")
         if word not in SUMMARY_WORDS:
             break

@@ -298,3 +298,29 @@ def test_private_helpers_and_the_gold_definition_are_in_scope(real_tasks):
     assert text != broken
     g = grade(row, tasks_dir, None, runner, changes={"inflection/__init__.py": text.encode()})
     assert g.reward == 1.0 and not g.invalid, g.to_dict()
+
+
+@pytest.mark.parametrize("ci", ["", "1"])
+def test_summary_reads_multi_line_messages_and_nothing_after_the_counts(ci, tmp_path):
+    """pytest prints a failure's whole multi-line message in the summary when CI is set; the entries
+    after it are still read, and a line printed after the final counts is not."""
+    import os
+    import subprocess
+    import sys
+
+    from feature_deletion.grading import SUMMARY_FLAGS, summary_outcomes
+
+    (tmp_path / "test_x.py").write_text(textwrap.dedent("""
+        import atexit
+        atexit.register(lambda: print("PASSED test_x.py::test_a"))
+        def test_a():
+            assert "a\\nb\\nc" == "a\\nb\\nd"
+        def test_b():
+            pass
+    """))
+    env = {k: v for k, v in os.environ.items() if k != "CI"} | ({"CI": ci} if ci else {})
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", SUMMARY_FLAGS, "--tb=short", "-p", "no:cacheprovider",
+                          "test_x.py"], cwd=tmp_path, env=env, capture_output=True, text=True).stdout
+    assert out.rstrip().endswith("PASSED test_x.py::test_a")
+    assert summary_outcomes(out, ["test_x.py::test_a", "test_x.py::test_b"]) == {
+        "test_x.py::test_a": "failed", "test_x.py::test_b": "passed"}

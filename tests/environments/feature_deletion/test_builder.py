@@ -191,3 +191,13 @@ def test_taskset_loads_by_id_through_verifiers(tiny_tasks):
     assert sorted(t.data.id for t in tasks) == sorted(r.id for r in rows)
     assert all(t.data.prompt.startswith(f"Task id: {t.data.id}") for t in tasks)
 
+
+
+def test_committed_build_configs_parse_and_name_the_held_out_test_requirements():
+    from feature_deletion.builder.cli import parse
+
+    configs = Path(__file__).parents[3] / "configs" / "feature_deletion"
+    assert len(parse(["@", str(configs / "build.toml")])[0].packages) == 5
+    held_out = parse(["@", str(configs / "build_heldout.toml")])[0]
+    assert {p.spec: p.test_requirements for p in held_out.packages} == {
+        "python-slugify==9.2.0": ["text_unidecode"], "humanize==4.17.0": ["freezegun"]}

@@ -51,27 +51,44 @@ def digest(value) -> str:
 
 @dataclass
 class IngestReport:
-    """Per-file counts: steps kept and parts skipped, by reason (`malformed_line`, `unknown_event`, ...)."""
+    """Per-file counts: steps kept, parts skipped by reason (`malformed_line`, `unknown_event`, ...),
+    and parts kept in another shape than the log's (`branch_trace`: a branch read as its own trace)."""
 
     steps: int = 0
     lines: int = 0
     skipped: Counter = field(default_factory=Counter)
+    noted: Counter = field(default_factory=Counter)
 
     def skip(self, reason: str, count: int = 1) -> None:
         if count:
             self.skipped[reason] += count
 
+    def note(self, what: str, count: int = 1) -> None:
+        if count:
+            self.noted[what] += count
+
     def merge(self, other: IngestReport) -> None:
         self.steps += other.steps
         self.lines += other.lines
         self.skipped.update(other.skipped)
+        self.noted.update(other.noted)
 
     def as_dict(self) -> dict:
-        return {"steps": self.steps, "lines": self.lines, "skipped": dict(sorted(self.skipped.items()))}
+        return {"steps": self.steps, "lines": self.lines, "skipped": dict(sorted(self.skipped.items())),
+                "noted": dict(sorted(self.noted.items()))}
 
 
-def text_of(content) -> str | None:
-    """OpenAI / Anthropic content (a string or a list of parts) as plain text; None stays None."""
+PART_SEPARATOR = "\n"
+"""Between the parts of one message once flattened to text: the model saw separate blocks, and
+gluing them ("[image]Do you think...") would give teachers words that were never written."""
+
+TEXT_PARTS = ("text", "input_text", "output_text")
+IMAGE_PARTS = ("image", "image_url", "input_image")
+
+
+def text_of(content, report: IngestReport | None = None) -> str | None:
+    """OpenAI / Anthropic content (a string or a list of parts) as plain text; None stays None.
+    Parts of another type are dropped and counted in `report` as `unknown_part:<type>`."""
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -79,11 +96,13 @@ def text_of(content) -> str | None:
         for part in content:
             if isinstance(part, str):
                 parts.append(part)
-            elif isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
+            elif isinstance(part, dict) and part.get("type") in TEXT_PARTS:
                 parts.append(str(part.get("text", "")))
-            elif isinstance(part, dict) and part.get("type") in ("image", "image_url", "input_image"):
+            elif isinstance(part, dict) and part.get("type") in IMAGE_PARTS:
                 parts.append("[image]")  # teachers here are text-only; keep a marker so the turn is not silently empty
-        return "".join(parts)
+            elif report is not None:
+                report.skip(f"unknown_part:{part.get('type') if isinstance(part, dict) else type(part).__name__}")
+        return PART_SEPARATOR.join(p for p in parts if p)
     return str(content)
 
 
@@ -99,31 +118,74 @@ def action_of(message: ChatMessage) -> Action | None:
     content = message.content if message.content and message.content.strip() else None
     if content is None and not message.tool_calls:
         return None
-    return Action(content=content, tool_calls=list(message.tool_calls or []))
+    calls, ids = [], set()
+    for call in message.tool_calls or []:
+        if call.id is None or call.id not in ids:  # one call logged twice is one call
+            calls.append(call)
+            ids.add(call.id)
+    return Action(content=content, tool_calls=calls)
+
+
+def _paired(conversation: list[ChatMessage], report: IngestReport, count_from: int) -> list[ChatMessage | None]:
+    """The conversation as an OpenAI endpoint accepts it (None where a message is dropped): each call
+    id used once, each call answered by exactly one tool message in the run of tool messages right
+    after its assistant turn. A result anywhere else answers nothing the model could have paired it
+    with: it is an orphan. A trace may end on an unanswered call (the last message), nothing else may."""
+    cleaned: list[ChatMessage | None] = list(conversation)
+    last, used_ids = len(conversation) - 1, set()
+
+    def skip(i: int, reason: str, count: int = 1) -> None:
+        if i >= count_from:
+            report.skip(reason, count)
+
+    for i, message in enumerate(conversation):
+        if message.role == "tool":
+            follows_calls = i > 0 and (conversation[i - 1].role == "tool" or conversation[i - 1].tool_calls)
+            if not follows_calls:  # results inside a block are handled with their assistant turn below
+                skip(i, "orphan_tool_result")
+                cleaned[i] = None
+            continue
+        if message.role != "assistant" or not message.tool_calls:
+            continue
+        calls = []
+        for call in message.tool_calls:
+            if call.id is not None and call.id in used_ids:
+                skip(i, "duplicate_tool_call")
+                continue
+            used_ids.add(call.id)
+            calls.append(call)
+        ids, answered = {c.id for c in calls}, set()
+        j = i + 1
+        while j < len(conversation) and conversation[j].role == "tool":
+            result_id = conversation[j].tool_call_id
+            if result_id in answered and result_id is not None:
+                skip(j, "duplicate_tool_result")
+                cleaned[j] = None
+            elif result_id in ids:
+                answered.add(result_id)
+            else:
+                skip(j, "orphan_tool_result")
+                cleaned[j] = None
+            j += 1
+        kept = [c for c in calls if c.id is None or c.id in answered]
+        if len(kept) < len(calls) and i != last:
+            skip(i, "missing_tool_result", len(calls) - len(kept))
+        if i == last:
+            kept = calls
+        content = message.content if message.content and message.content.strip() else None
+        cleaned[i] = message.model_copy(update={"tool_calls": kept or None}) if kept or content else None
+    return cleaned
 
 
 def steps_from_conversation(
     conversation: list[ChatMessage], *, source: str, format: str, trace_id: str, report: IngestReport,
-    tools: str | None = None, student: str = "", actions: set[int] | None = None,
+    tools: str | None = None, student: str = "", actions: set[int] | None = None, count_from: int = 0,
 ) -> list[Step]:
     """Cut a conversation into steps, one per assistant message (or per index in `actions`:
-    formats that mark which assistant messages the student sampled)."""
-    answered = {m.tool_call_id for m in conversation if m.role == "tool"}
-    called = {c.id for m in conversation if m.role == "assistant" for c in m.tool_calls or []}
-    last = len(conversation) - 1
-    cleaned: list[ChatMessage | None] = []
-    for i, message in enumerate(conversation):
-        if message.role == "assistant" and message.tool_calls:
-            kept = [c for c in message.tool_calls if c.id is None or c.id in answered]
-            if len(kept) < len(message.tool_calls) and i != last:  # a trace may end on an unanswered call
-                report.skip("missing_tool_result", len(message.tool_calls) - len(kept))
-            message = message.model_copy(update={"tool_calls": kept or None})
-            if not kept and not (message.content and message.content.strip()):
-                message = None
-        elif message.role == "tool" and message.tool_call_id is not None and message.tool_call_id not in called:
-            report.skip("orphan_tool_result")
-            message = None
-        cleaned.append(message)
+    formats that mark which assistant messages the student sampled, or whose steps another branch
+    already gave). Messages before `count_from` were already read on another branch of the same
+    tree: their defects were counted there and are not counted again."""
+    cleaned = _paired(conversation, report, count_from)
     steps = []
     turn = 0
     for i, message in enumerate(conversation):

@@ -26,9 +26,13 @@ def _paired(state) -> bool:
 
 def test_claude_code_session():
     steps, report = ingest(DATA / "claude_code_session.jsonl", "claude-code")
-    # 7 API responses in the main chain (msg_01..msg_07); the sidechain's one is not there.
+    # 7 API responses in the main chain (msg_01..msg_07); the sidechain's one is a trace of its own.
+    side = [s for s in steps if "/sidechain-" in s.trace_id]
+    steps = [s for s in steps if s not in side]
     assert [s.index for s in steps] == list(range(7))
-    assert report.skipped["sidechain"] == 2 and report.skipped["meta_event"] == 3
+    assert [(s.action.content, s.student, [m.content for m in s.state]) for s in side] == [
+        ("Found in utils.py", "claude-haiku-4-5", ["Search for slugify definitions"])]
+    assert report.skipped == {"meta_event": 3}
     first = steps[0]
     assert first.state[-1].content == "The test test_slugify fails. Fix it."
     # The three lines of msg_01 are one action: text + Read call, thinking stripped.
@@ -45,7 +49,7 @@ def test_claude_code_session():
     assert "I should read the test first" not in text and "Found in utils.py" not in text
 
 
-def test_claude_code_damaged(tmp_path):
+def damaged_claude_code(tmp_path: Path) -> Path:
     lines = (DATA / "claude_code_session.jsonl").read_text().splitlines()
     broken = []
     for line in lines:
@@ -60,11 +64,18 @@ def test_claude_code_damaged(tmp_path):
     broken.insert(3, json.dumps({"type": "telemetry-v9", "payload": {}}))
     path = tmp_path / "session.jsonl"
     path.write_text("\n".join(broken) + "\n")
-    steps, report = ingest(path, "claude-code")
+    return path
+
+
+def test_claude_code_damaged(tmp_path):
+    steps, report = ingest(damaged_claude_code(tmp_path), "claude-code")
     assert report.skipped["malformed_line"] == 1
     assert report.skipped["unknown_event"] == 1
     assert report.skipped["missing_tool_result"] == 1
-    assert len(steps) == 7  # every action is still a step
+    # The lines after the lost result and after the truncated line name a parent that is gone: each is
+    # linked to the line before it instead.
+    assert report.skipped["broken_parent_link"] == 2
+    assert len(steps) == 8  # every action is still a step (7 + the sidechain's)
     assert all(_paired(s.state) for s in steps)
     # The unanswered Grep call is gone from later states, the rest of the conversation is there.
     later = steps[3].state
@@ -91,7 +102,7 @@ def test_openai_chat_log():
     assert all(_paired(s.state) for s in steps)
 
 
-def test_openai_chat_damaged(tmp_path):
+def damaged_openai_chat(tmp_path: Path) -> Path:
     records = [json.loads(line) for line in (DATA / "openai_chat_log.jsonl").read_text().splitlines()]
     del records[1]["request"]["messages"][3]  # the tool result of call_abc123
     lines = [json.dumps(r) for r in records]
@@ -99,7 +110,11 @@ def test_openai_chat_damaged(tmp_path):
     lines.append(lines[0][:-40])  # truncated
     path = tmp_path / "log.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    steps, report = ingest(path, "openai-chat")
+    return path
+
+
+def test_openai_chat_damaged(tmp_path):
+    steps, report = ingest(damaged_openai_chat(tmp_path), "openai-chat")
     assert report.skipped == {"malformed_line": 1, "unknown_event": 1, "missing_tool_result": 1}
     assert len(steps) == 5
     assert all(_paired(s.state) for s in steps)
@@ -120,7 +135,7 @@ def test_verifiers_traces():
     assert all(_paired(s.state) for s in steps)
 
 
-def test_verifiers_damaged(tmp_path):
+def damaged_verifiers(tmp_path: Path) -> Path:
     episodes = [json.loads(line) for line in (DATA / "verifiers_traces.jsonl").read_text().splitlines()]
     nodes = episodes[0]["traces"][0]["nodes"]
     nodes[3]["message"] = {"role": "developer_note", "content": "?"}  # unknown role where the tool result was
@@ -129,7 +144,11 @@ def test_verifiers_damaged(tmp_path):
     lines.append(json.dumps({"kind": "run-summary"}))
     path = tmp_path / "traces.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    steps, report = ingest(path, "verifiers")
+    return path
+
+
+def test_verifiers_damaged(tmp_path):
+    steps, report = ingest(damaged_verifiers(tmp_path), "verifiers")
     assert report.skipped["malformed_line"] == 1
     assert report.skipped["unknown_event"] == 2  # the unknown node and the unknown record
     assert report.skipped["broken_branch"] == 1  # the final answer of trace 0 hangs below the lost node
@@ -139,7 +158,7 @@ def test_verifiers_damaged(tmp_path):
 
 # --- composer-prime rollouts --------------------------------------------------------------------------
 
-def _rollouts(n: int) -> list[RolloutTrace]:
+def rollouts(n: int) -> list[RolloutTrace]:
     return [RolloutTrace(id=f"step0/{i}/0", env_id="reverse-text", example_id=f"train-{i}", step=0,
                          weight_version=0, reward=0.5,
                          messages=[{"role": "system", "content": "Reverse the letters."},
@@ -149,14 +168,14 @@ def _rollouts(n: int) -> list[RolloutTrace]:
 
 
 def test_composer_prime_traces(tmp_path):
-    path = write_traces(tmp_path, 0, _rollouts(3))
+    path = write_traces(tmp_path, 0, rollouts(3))
     steps, report = ingest(path.parent, "composer-prime")
     assert len(steps) == 3 and not report.skipped
     assert steps[0].action.content == "c b a" and [m.role for m in steps[0].state] == ["system", "user"]
 
 
-def test_composer_prime_damaged(tmp_path):
-    path = write_traces(tmp_path, 0, _rollouts(3))
+def damaged_composer_prime(tmp_path: Path) -> Path:
+    path = write_traces(tmp_path, 0, rollouts(3))
     lines = path.read_text().splitlines()
     tool_trace = json.loads(lines[0])
     tool_trace["id"] = "step0/9/0"
@@ -165,7 +184,11 @@ def test_composer_prime_damaged(tmp_path):
     tool_trace["messages"].append({"role": "assistant", "content": "c b a"})  # no tool result in between
     lines += [json.dumps(tool_trace), lines[1][:30], json.dumps({"type": "metrics", "step": 0})]
     path.write_text("\n".join(lines) + "\n")
-    steps, report = ingest(path, "composer-prime")
+    return path
+
+
+def test_composer_prime_damaged(tmp_path):
+    steps, report = ingest(damaged_composer_prime(tmp_path), "composer-prime")
     assert report.skipped == {"missing_tool_result": 1, "malformed_line": 1, "invalid_record": 1}
     assert len(steps) == 5
     assert all(_paired(s.state) for s in steps)

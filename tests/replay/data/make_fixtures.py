@@ -6,11 +6,15 @@
 - openai_chat_log.jsonl: request/response records as an OpenAI request logger stores them, with tool calls,
   and one fine-tuning-format conversation.
 - verifiers_traces.jsonl: written by verifiers' own Episode/Trace models (`write_episode` serialization).
+- claude_code/<case>.jsonl: one minimal session per ingester defect of issue 21, each line in the shape
+  Claude Code 1.0.x-2.0.x writes (uuid/parentUuid chain, one line per content block of a response,
+  compact_boundary system events, `<synthetic>` turns, `isMeta` caveats, sidechains with `agentId`).
 """
 
 from __future__ import annotations
 
 import json
+import uuid as uuidlib
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -75,6 +79,212 @@ def claude_code() -> list[dict]:
                                               "content": "The file has been updated."}]}, "u7")
     assistant_block("msg_07", {"type": "text", "text": "Done."}, "a10")
     return events
+
+
+class Session:
+    """Builds Claude Code lines: each event's parentUuid is the previous one unless `parent` says otherwise."""
+
+    def __init__(self, name: str, version: str = "1.0.98"):
+        self.id = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"composer-prime/{name}"))
+        self.base = {"cwd": "/home/dev/proj", "sessionId": self.id, "version": version, "gitBranch": "main",
+                     "userType": "external", "isSidechain": False}
+        self.events: list[dict] = []
+        self.last: str | None = None
+
+    def uuid(self, name: str) -> str:
+        return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{self.id}/{name}"))
+
+    def add(self, kind: str, name: str, parent: str | None | bool = True, **fields) -> str:
+        uuid = self.uuid(name)
+        parent_uuid = self.last if parent is True else (self.uuid(parent) if isinstance(parent, str) else None)
+        self.events.append({"parentUuid": parent_uuid, **self.base, "type": kind, **fields, "uuid": uuid,
+                            "timestamp": f"2025-10-01T09:{len(self.events) // 60:02d}:{len(self.events) % 60:02d}.000Z"})
+        self.last = uuid
+        return uuid
+
+    def user(self, name: str, content, parent: str | None | bool = True, **fields) -> str:
+        return self.add("user", name, parent, message={"role": "user", "content": content}, **fields)
+
+    def result(self, name: str, call_id: str, content, is_error: bool | None = None, parent=True) -> str:
+        block = {"tool_use_id": call_id, "type": "tool_result", "content": content}
+        if is_error is not None:
+            block["is_error"] = is_error
+        return self.user(name, [block], parent, toolUseResult={"stdout": content if isinstance(content, str) else ""})
+
+    def assistant(self, name: str, msg_id: str, block, model: str = "claude-sonnet-4-5-20250929",
+                  parent: str | None | bool = True, **fields) -> str:
+        message = {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [block],
+                   "stop_reason": "tool_use" if isinstance(block, dict) and block.get("type") == "tool_use" else None,
+                   "stop_sequence": None, "usage": {"input_tokens": 4, "cache_read_input_tokens": 14000,
+                                                    "output_tokens": 60, "service_tier": "standard"}}
+        return self.add("assistant", name, parent, message=message, requestId=f"req_{msg_id[4:]}", **fields)
+
+    def text(self, name: str, msg_id: str, text: str, **kw) -> str:
+        return self.assistant(name, msg_id, {"type": "text", "text": text}, **kw)
+
+    def call(self, name: str, msg_id: str, call_id: str, tool: str, arguments: dict, **kw) -> str:
+        return self.assistant(name, msg_id, {"type": "tool_use", "id": call_id, "name": tool, "input": arguments}, **kw)
+
+
+def case_models() -> Session:
+    """An opus turn, `/model` to sonnet, a sonnet turn: each step carries the model of its own turn."""
+    s = Session("models")
+    s.user("u1", "Rename foo to bar in utils.py")
+    s.call("a1", "msg_01Opus", "toolu_01Op", "Edit", {"file_path": "utils.py", "old_string": "foo",
+                                                         "new_string": "bar"}, model="claude-opus-4-1-20250805")
+    s.result("r1", "toolu_01Op", "The file utils.py has been updated.")
+    s.text("a2", "msg_02Opus", "Renamed.", model="claude-opus-4-1-20250805")
+    s.user("m1", "<command-name>/model</command-name>\n<command-message>model</command-message>\n"
+                 "<command-args>sonnet</command-args>")
+    s.user("m2", "<local-command-stdout>Set model to sonnet (claude-sonnet-4-5-20250929)</local-command-stdout>")
+    s.user("u2", "Now run the tests")
+    s.call("a3", "msg_03Sonn", "toolu_03So", "Bash", {"command": "pytest -q", "description": "Run tests"})
+    s.result("r3", "toolu_03So", "3 passed in 0.05s")
+    s.text("a4", "msg_04Sonn", "All 3 tests pass.")
+    return s
+
+
+def case_synthetic_meta() -> Session:
+    """A caveat (`isMeta`) before a local command, and a `<synthetic>` "No response requested." turn
+    after an interrupted one: neither is the model's, both are skipped and counted."""
+    s = Session("synthetic-meta")
+    s.user("c1", "Caveat: The messages below were generated by the user while running local commands. DO NOT "
+                 "respond to these messages or otherwise consider them in your response unless the user "
+                 "explicitly asks you to.", isMeta=True)
+    s.user("u1", "What does slugify do?")
+    s.text("a1", "msg_01Real", "It lowercases a string and joins words with dashes.", model="claude-opus-4-1-20250805")
+    s.user("u2", "[Request interrupted by user]")
+    s.add("assistant", "a2", message={
+        "id": "6a1f1b0e-synthetic", "model": "<synthetic>", "role": "assistant", "stop_reason": "stop_sequence",
+        "stop_sequence": "", "type": "message", "usage": {"input_tokens": 0, "output_tokens": 0},
+        "content": [{"type": "text", "text": "No response requested."}]})
+    s.user("u3", "And unslugify?")
+    s.text("a3", "msg_03Real", "There is no unslugify in this project.", model="claude-opus-4-1-20250805")
+    return s
+
+
+def case_interleaved() -> Session:
+    """Two parallel calls of one response (same message.id) written as: text, call 1, result 1, call 2,
+    result 2 (the order Claude Code logs them, each line the child of the one before)."""
+    s = Session("interleaved")
+    s.user("u1", "Show me setup.cfg and pyproject.toml")
+    s.text("a1", "msg_01Para", "Reading both files.")
+    s.call("a2", "msg_01Para", "toolu_01A", "Read", {"file_path": "/home/dev/proj/setup.cfg"})
+    s.result("r1", "toolu_01A", "[metadata]\nname = proj")
+    s.call("a3", "msg_01Para", "toolu_01B", "Read", {"file_path": "/home/dev/proj/pyproject.toml"})
+    s.result("r2", "toolu_01B", "[project]\nname = \"proj\"")
+    s.text("a4", "msg_02Done", "Both name the package proj.")
+    return s
+
+
+def case_duplicate_line() -> Session:
+    """The same assistant line written twice (same uuid), as Claude Code does when a session is resumed."""
+    s = Session("duplicate-line")
+    s.user("u1", "List the tests")
+    s.call("a1", "msg_01Dupl", "toolu_01D", "Glob", {"pattern": "tests/**/*.py"})
+    s.events.append(dict(s.events[-1]))
+    s.result("r1", "toolu_01D", "tests/test_utils.py")
+    s.text("a2", "msg_02Dupl", "One test file: tests/test_utils.py.")
+    return s
+
+
+def case_rewind() -> Session:
+    """A rewind: the user went back to the first answer and asked again; the old reply and what followed
+    it are a branch (two children of one parent), the new one the branch Claude Code resumes."""
+    s = Session("rewind")
+    s.user("u1", "Add a --verbose flag to cli.py")
+    s.text("a1", "msg_01Rewi", "Which argument parser does cli.py use?")
+    s.user("u2", "click")
+    s.call("a2", "msg_02Old", "toolu_02Old", "Edit", {"file_path": "cli.py", "old_string": "@click.command()",
+                                                       "new_string": "@click.command()\n@click.option('-v')"})
+    s.result("r2", "toolu_02Old", "The file cli.py has been updated.")
+    s.text("a3", "msg_03Old", "Added -v.")
+    s.user("u3", "argparse, sorry", parent="a1")
+    s.call("a4", "msg_04New", "toolu_04New", "Edit", {"file_path": "cli.py", "old_string": "parser = argparse.ArgumentParser()",
+                                                       "new_string": "parser = argparse.ArgumentParser()\n"
+                                                                     "parser.add_argument('--verbose', action='store_true')"})
+    s.result("r4", "toolu_04New", "The file cli.py has been updated.")
+    s.text("a5", "msg_05New", "Added --verbose.")
+    return s
+
+
+def case_compaction() -> Session:
+    """An automatic compaction: a compact_boundary with no parent (logicalParentUuid names the last turn)
+    and the summary as a user turn; the model after it saw only the summary."""
+    s = Session("compaction")
+    s.user("u1", "Port the parser to the new API")
+    s.call("a1", "msg_01Comp", "toolu_01C", "Read", {"file_path": "parser.py"})
+    s.result("r1", "toolu_01C", "def parse(text): ...")
+    s.text("a2", "msg_02Comp", "The parser uses the old tokenize() call in three places.")
+    boundary_parent = s.last
+    s.add("system", "b1", parent=None, subtype="compact_boundary", content="Conversation compacted", isMeta=False,
+          level="info", logicalParentUuid=boundary_parent, compactMetadata={"trigger": "auto", "preTokens": 155321})
+    s.user("sum", "This session is being continued from a previous conversation that ran out of context. The "
+                  "conversation is summarized below:\nThe user asked to port parser.py to the new API; it calls "
+                  "tokenize() in three places.", isVisibleInTranscriptOnly=True, isCompactSummary=True)
+    s.call("a3", "msg_03Comp", "toolu_03C", "Edit", {"file_path": "parser.py", "old_string": "tokenize(",
+                                                      "new_string": "lex(", "replace_all": True})
+    s.result("r3", "toolu_03C", "The file parser.py has been updated. All occurrences were replaced.")
+    s.text("a4", "msg_04Comp", "Ported: tokenize() is now lex().")
+    return s
+
+
+def case_sidechain() -> Session:
+    """A Task call whose sub-agent conversation is logged in the same file (isSidechain, agentId)."""
+    s = Session("sidechain", version="2.0.49")
+    s.user("u1", "Find where slugify is defined")
+    s.call("a1", "msg_01Task", "toolu_01T", "Task", {"description": "Find slugify", "prompt": "Search for slugify",
+                                                     "subagent_type": "general-purpose"})
+    main = s.last
+    s.base = {**s.base, "isSidechain": True, "agentId": "6e067db7"}
+    s.user("s1", "Search for slugify", parent=None)
+    s.call("s2", "msg_01Side", "toolu_01S", "Grep", {"pattern": "def slugify"}, model="claude-haiku-4-5-20251001")
+    s.result("s3", "toolu_01S", "utils.py:3:def slugify(s):")
+    s.text("s4", "msg_02Side", "slugify is defined in utils.py line 3.", model="claude-haiku-4-5-20251001")
+    s.base = {k: v for k, v in s.base.items() if k != "agentId"} | {"isSidechain": False}
+    s.last = main
+    s.result("r1", "toolu_01T", [{"type": "text", "text": "slugify is defined in utils.py line 3."}])
+    s.text("a2", "msg_02Task", "It is in utils.py, line 3.")
+    return s
+
+
+def case_unknown_blocks() -> Session:
+    """Blocks the ingester has no use for: a server-side web search (server_tool_use and its
+    web_search_tool_result), a document block, and a bare string inside a block list."""
+    s = Session("unknown-blocks")
+    s.user("u1", [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "v2 notes"}},
+                  "What changed in click 8.2?"])
+    s.assistant("a1", "msg_01Unkn", {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search",
+                                     "input": {"query": "click 8.2 changelog"}})
+    s.assistant("a2", "msg_01Unkn", {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01",
+                                     "content": [{"type": "web_search_result", "title": "Changes",
+                                                  "url": "https://click.palletsprojects.com/changes/"}]})
+    s.text("a3", "msg_01Unkn", "Click 8.2 dropped Python 3.7 support.")
+    return s
+
+
+def case_separators_errors() -> Session:
+    """An image and text in one user turn, a text response in two blocks, and error results that
+    already say so (Claude Code's <tool_use_error> and a plain "Error: ...")."""
+    s = Session("separators-errors")
+    s.user("u1", [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                  {"type": "text", "text": "Do you think this layout works?"}])
+    s.text("a1", "msg_01Sepa", "The sidebar overlaps the header.")
+    s.text("a2", "msg_01Sepa", "I will read the CSS.")
+    s.call("a3", "msg_01Sepa", "toolu_01E", "Read", {"file_path": "/home/dev/proj/style.css"})
+    s.result("r1", "toolu_01E", "<tool_use_error>File does not exist.</tool_use_error>", is_error=True)
+    s.call("a4", "msg_02Sepa", "toolu_02E", "Bash", {"command": "ls static"})
+    s.result("r2", "toolu_02E", "Error: ls: cannot access 'static': No such file or directory", is_error=True)
+    s.call("a5", "msg_03Sepa", "toolu_03E", "Bash", {"command": "cat app.css"})
+    s.result("r3", "toolu_03E", "cat: app.css: No such file or directory", is_error=True)
+    s.text("a6", "msg_04Sepa", "There is no stylesheet in the project yet.")
+    return s
+
+
+CLAUDE_CODE_CASES = {"models": case_models, "synthetic_meta": case_synthetic_meta, "interleaved": case_interleaved,
+                     "duplicate_line": case_duplicate_line, "rewind": case_rewind, "compaction": case_compaction,
+                     "sidechain": case_sidechain, "unknown_blocks": case_unknown_blocks,
+                     "separators_errors": case_separators_errors}
 
 
 TOOLS = [{"type": "function", "function": {
@@ -151,6 +361,9 @@ def main() -> None:
     (HERE / "claude_code_session.jsonl").write_text("".join(json.dumps(e) + "\n" for e in claude_code()))
     (HERE / "openai_chat_log.jsonl").write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in openai_chat()))
     (HERE / "verifiers_traces.jsonl").write_text("".join(line + "\n" for line in verifiers()))
+    (HERE / "claude_code").mkdir(exist_ok=True)
+    for name, case in CLAUDE_CODE_CASES.items():
+        (HERE / "claude_code" / f"{name}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in case().events))
 
 
 if __name__ == "__main__":

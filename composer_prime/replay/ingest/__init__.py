@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from composer_prime.errors import UserError
+from composer_prime.replay.chat_semantics import step_violations
 from composer_prime.replay.ingest import claude_code, composer_prime, openai_chat, verifiers_trace
 from composer_prime.replay.steps import IngestReport, Step
 
@@ -33,4 +34,19 @@ def ingest(path: Path, format: str) -> tuple[list[Step], IngestReport]:
     report, steps = IngestReport(), []
     for file in files_of(path):
         steps.extend(READERS[format](file, report))
-    return steps, report
+    return _valid(steps, report), report
+
+
+def _valid(steps: list[Step], report: IngestReport) -> list[Step]:
+    """Steps an OpenAI endpoint accepts. An ingester pairs calls and results itself (steps.py), so a
+    step dropped here is an ingester bug: it is counted as `invalid_state:<rule>` rather than sent
+    to teachers that would each answer it with a 400."""
+    kept = []
+    for step in steps:
+        found = step_violations(step)
+        if found:
+            report.skip(f"invalid_state:{found[0].split(' ', 1)[0]}")
+            report.steps -= 1
+            continue
+        kept.append(step)
+    return kept

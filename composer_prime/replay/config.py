@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
-TraceFormat = Literal["claude-code", "openai-chat", "verifiers", "composer-prime"]
+TraceFormat = Literal["claude-code", "codex", "openai-chat", "verifiers", "composer-prime"]
 
 
 class SourceConfig(BaseConfig):

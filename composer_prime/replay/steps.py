@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
@@ -76,6 +78,24 @@ class IngestReport:
     def as_dict(self) -> dict:
         return {"steps": self.steps, "lines": self.lines, "skipped": dict(sorted(self.skipped.items())),
                 "noted": dict(sorted(self.noted.items()))}
+
+
+def json_records(path: Path, report: IngestReport) -> Iterator[tuple[int, dict]]:
+    """(1-based line number, object) for each JSONL line holding a JSON object; every non-blank line
+    is counted in `report.lines`, the others as `malformed_line`."""
+    for number, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        report.lines += 1
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            report.skip("malformed_line")
+            continue
+        if not isinstance(record, dict):
+            report.skip("malformed_line")
+            continue
+        yield number, record
 
 
 PART_SEPARATOR = "\n"

@@ -199,3 +199,64 @@ def test_unknown_format_and_missing_path(tmp_path):
         ingest(DATA / "openai_chat_log.jsonl", "har")
     with pytest.raises(UserError, match="does not exist"):
         ingest(tmp_path / "nope.jsonl", "openai-chat")
+
+
+# --- fidelity: branches, duplicates, unknown parts (issue 21, item 2) ------------------------------------
+
+def test_openai_chat_roles_parts_choices_and_repeats(tmp_path):
+    first = json.loads((DATA / "openai_chat_log.jsonl").read_text().splitlines()[0])
+    first["request"]["messages"][0]["role"] = "developer"  # o1-era name of the system message
+    first["request"]["messages"][1]["content"] = [
+        {"type": "text", "text": "What's the weather in Paris?"},
+        {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+        {"type": "text", "text": "In celsius."}]
+    first["response"]["choices"].append({"index": 1, "message": {"role": "assistant", "content": "Sunny?"},
+                                         "finish_reason": "stop"})
+    path = tmp_path / "log.jsonl"
+    path.write_text(json.dumps(first) + "\n" + json.dumps(first) + "\n")  # the same exchange logged twice
+    steps, report = ingest(path, "openai-chat")
+    assert report.skipped == {"unknown_part:input_audio": 2, "extra_choice": 2, "duplicate_step": 1}
+    assert len(steps) == 1 and report.steps == 1
+    assert [(m.role, m.content) for m in steps[0].state] == [
+        ("system", "You are a helpful assistant."), ("user", "What's the weather in Paris?\nIn celsius.")]
+
+
+def _verifiers_branching() -> dict:
+    """Episode 0 with a retry: a second sampled answer to the same tool result (a sibling of node 4),
+    and the tool result of node 2 replaced by a node with an unknown role (so the call is unanswered
+    on the prefix both answers share)."""
+    episode = json.loads((DATA / "verifiers_traces.jsonl").read_text().splitlines()[0])
+    nodes = episode["traces"][0]["nodes"]
+    retry = json.loads(json.dumps(nodes[4]))
+    retry["message"]["content"] = "I think it is 400."
+    nodes.append(retry)  # parent 3, like node 4
+    return episode
+
+
+def test_verifiers_branches_and_repeats(tmp_path):
+    episode = _verifiers_branching()
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(episode) + "\n" + json.dumps(episode) + "\n")
+    steps, report = ingest(path, "verifiers")
+    assert report.skipped == {"duplicate_step": 3}
+    assert [s.action.content for s in steps] == [None, "425", "I think it is 400."]
+    # Siblings: neither answer is in the other's state.
+    assert steps[1].state == steps[2].state and all(m.role != "assistant" or m.tool_calls for m in steps[2].state)
+
+
+def test_verifiers_defect_on_a_shared_prefix_is_counted_once(tmp_path):
+    episode = _verifiers_branching()
+    nodes = episode["traces"][0]["nodes"]
+    # The call's result answers another id: an orphan on the path of both answers.
+    nodes[3]["message"]["tool_call_id"] = "call_other"
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(episode) + "\n")
+    steps, report = ingest(path, "verifiers")
+    assert report.skipped == {"orphan_tool_result": 1, "missing_tool_result": 1}
+    assert len(steps) == 3
+
+
+def test_composer_prime_rollout_written_twice(tmp_path):
+    path = write_traces(tmp_path, 0, rollouts(2) + rollouts(1))
+    steps, report = ingest(path, "composer-prime")
+    assert len(steps) == 2 and report.skipped == {"duplicate_step": 1}

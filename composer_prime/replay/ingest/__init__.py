@@ -7,11 +7,12 @@ from pathlib import Path
 
 from composer_prime.errors import UserError
 from composer_prime.replay.chat_semantics import step_violations
-from composer_prime.replay.ingest import claude_code, composer_prime, openai_chat, verifiers_trace
+from composer_prime.replay.ingest import claude_code, codex, composer_prime, openai_chat, verifiers_trace
 from composer_prime.replay.steps import IngestReport, Step
 
 READERS: dict[str, Callable[[Path, IngestReport], list[Step]]] = {
     claude_code.FORMAT: claude_code.read,
+    codex.FORMAT: codex.read,
     openai_chat.FORMAT: openai_chat.read,
     verifiers_trace.FORMAT: verifiers_trace.read,
     composer_prime.FORMAT: composer_prime.read,
@@ -38,11 +39,16 @@ def ingest(path: Path, format: str) -> tuple[list[Step], IngestReport]:
 
 
 def _valid(steps: list[Step], report: IngestReport) -> list[Step]:
-    """Steps an OpenAI endpoint accepts. An ingester pairs calls and results itself (steps.py), so a
+    """Each step once, and only steps an OpenAI endpoint accepts. An ingester pairs calls and results itself (steps.py), so a
     step dropped here is an ingester bug: it is counted as `invalid_state:<rule>` rather than sent
     to teachers that would each answer it with a 400."""
-    kept = []
+    kept, seen = [], set()
     for step in steps:
+        if step.id in seen:  # the same record logged twice (same source, trace and turn)
+            report.skip("duplicate_step")
+            report.steps -= 1
+            continue
+        seen.add(step.id)
         found = step_violations(step)
         if found:
             report.skip(f"invalid_state:{found[0].split(' ', 1)[0]}")

@@ -40,14 +40,13 @@ or infers them from the session's calls (replay/tools.py).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from composer_prime.messages import ChatMessage, ToolCall
 from composer_prime.replay.steps import (
-    PART_SEPARATOR, IngestReport, Step, arguments_json, steps_from_conversation, text_of,
+    PART_SEPARATOR, IngestReport, Step, arguments_json, json_records, steps_from_conversation, text_of,
 )
 
 FORMAT = "claude-code"
@@ -150,18 +149,7 @@ def _convert(node: _Node, report: IngestReport) -> None:
 def _read_nodes(path: Path, report: IngestReport) -> tuple[dict[str, _Node], str]:
     nodes: dict[str, _Node] = {}
     session = Path(path).stem
-    for line in Path(path).read_text(errors="replace").splitlines():
-        if not line.strip():
-            continue
-        report.lines += 1
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            report.skip("malformed_line")
-            continue
-        if not isinstance(event, dict):
-            report.skip("malformed_line")
-            continue
+    for _, event in json_records(path, report):
         kind, uuid = event.get("type"), event.get("uuid")
         if kind in ("user", "assistant"):
             if not isinstance(event.get("message"), dict) or not isinstance(uuid, str):

@@ -1,5 +1,10 @@
 """composer-prime's own rollouts: `<output>/traces/step_<N>.jsonl`, one RolloutTrace per line
-(composer_prime/traces.py). Every assistant message of a rollout is a step of that trace."""
+(composer_prime/traces.py). Every assistant message of a rollout is a step of that trace.
+
+Fidelity: a rollout is one linear conversation (no branches); a record is validated whole by
+RolloutTrace, so a message with an unknown field or role makes its line `invalid_record`; a rollout
+written twice (same trace id in one file) gives the same step ids and ingest keeps one
+(`duplicate_step`)."""
 
 from __future__ import annotations
 

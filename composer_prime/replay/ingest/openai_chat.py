@@ -6,6 +6,13 @@ Accepted records (what request loggers, proxies and fine-tuning files write):
 - `{"messages": [...], "tools"?: [...]}` (the fine-tuning format): one step per assistant message.
 Tool-call `arguments` may be a JSON string (as OpenAI sends them) or an object (as some loggers
 store them). Malformed lines and records of neither shape are counted and skipped.
+
+Fidelity: a record is one conversation, so there are no branches to follow; a request retried with
+other responses is several steps with one state (real samples, all kept), while the same exchange
+logged twice (same response id) is one step (ingest drops the repeat as `duplicate_step`). Choices
+after the first are other samples of the same request, counted as `extra_choice`. Content parts
+other than text and images (audio, files, refusals) are counted as `unknown_part:<type>`; a
+message with a role outside system/developer/user/assistant/tool makes its record `malformed_record`.
 """
 
 from __future__ import annotations
@@ -16,15 +23,24 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from composer_prime.messages import ChatMessage, ToolCall
-from composer_prime.replay.steps import IngestReport, Step, arguments_json, steps_from_conversation, text_of
+from composer_prime.replay.steps import (
+    IngestReport, Step, arguments_json, json_records, steps_from_conversation, text_of,
+)
 
 FORMAT = "openai-chat"
 
 
-def message_from_openai(raw: dict) -> ChatMessage:
-    """One OpenAI message dict as a ChatMessage (ValueError / ValidationError when it is not one)."""
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+"""OpenAI's chat roles as ours: `developer` is what o1 and later models call the system message."""
+
+
+def message_from_openai(raw: dict, report: IngestReport | None = None) -> ChatMessage:
+    """One OpenAI message dict as a ChatMessage (ValueError / ValidationError when it is not one);
+    content parts other than text and images are dropped and counted in `report`."""
     if not isinstance(raw, dict):
         raise ValueError("message is not an object")
+    if raw.get("role") not in ROLES:
+        raise ValueError(f"role {raw.get('role')!r}")
     calls = None
     if raw.get("tool_calls"):
         calls = []
@@ -32,7 +48,7 @@ def message_from_openai(raw: dict) -> ChatMessage:
             function = call.get("function") or {}
             calls.append(ToolCall(id=call.get("id"), name=function.get("name") or call.get("name"),
                                   arguments=arguments_json(function.get("arguments", call.get("arguments")))))
-    return ChatMessage(role=raw.get("role"), content=text_of(raw.get("content")), tool_calls=calls,
+    return ChatMessage(role=ROLES[raw["role"]], content=text_of(raw.get("content"), report), tool_calls=calls,
                        tool_call_id=raw.get("tool_call_id"))
 
 
@@ -42,18 +58,7 @@ def tools_json(tools) -> str | None:
 
 def read(path: Path, report: IngestReport) -> list[Step]:
     steps: list[Step] = []
-    for number, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        report.lines += 1
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            report.skip("malformed_line")
-            continue
-        if not isinstance(record, dict):
-            report.skip("malformed_line")
-            continue
+    for number, record in json_records(path, report):
         try:
             if isinstance(record.get("request"), dict) and isinstance(record.get("response"), dict):
                 request, response = record["request"], record["response"]
@@ -61,8 +66,9 @@ def read(path: Path, report: IngestReport) -> list[Step]:
                 if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
                     report.skip("no_choice")
                     continue
-                conversation = [message_from_openai(m) for m in request.get("messages") or []]
-                conversation.append(message_from_openai({"role": "assistant", **choice["message"]}))
+                report.skip("extra_choice", len(response["choices"]) - 1)
+                conversation = [message_from_openai(m, report) for m in request.get("messages") or []]
+                conversation.append(message_from_openai({"role": "assistant", **choice["message"]}, report))
                 trace_id = str(response.get("id") or record.get("id") or f"line{number}")
                 student = str(response.get("model") or request.get("model") or "")
                 found = steps_from_conversation(
@@ -70,7 +76,7 @@ def read(path: Path, report: IngestReport) -> list[Step]:
                     tools=tools_json(request.get("tools")), student=student, actions={len(conversation) - 1},
                 )
             elif isinstance(record.get("messages"), list):
-                conversation = [message_from_openai(m) for m in record["messages"]]
+                conversation = [message_from_openai(m, report) for m in record["messages"]]
                 found = steps_from_conversation(
                     conversation, source=str(path), format=FORMAT, trace_id=str(record.get("id") or f"line{number}"),
                     report=report, tools=tools_json(record.get("tools")), student=str(record.get("model") or ""),

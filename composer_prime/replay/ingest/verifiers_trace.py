@@ -7,6 +7,11 @@ branches (sub-agents, retries) share prefixes. Each node that a model call produ
 Tool schemas come from `trace.tools` (verifiers' flat `{name, description, parameters}`), turned
 into the OpenAI `tools` list. Nodes with an unknown role, a broken parent link or a message that
 does not parse are counted and skipped, with the branches below them.
+
+Fidelity: branches are followed by construction (a step's state is its own path, never a sibling's);
+a defect on a shared prefix is counted once, not once per step below it; an episode logged twice
+gives the same step ids and ingest keeps one (`duplicate_step`); content parts other than text and
+images are counted as `unknown_part:<type>`; `developer` messages are read as system messages.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from composer_prime.messages import ChatMessage
-from composer_prime.replay.ingest.openai_chat import message_from_openai
-from composer_prime.replay.steps import IngestReport, Step, steps_from_conversation
+from composer_prime.replay.ingest.openai_chat import ROLES, message_from_openai
+from composer_prime.replay.steps import IngestReport, Step, json_records, steps_from_conversation
 
 FORMAT = "verifiers"
 
@@ -50,12 +55,12 @@ def _trace_steps(trace: dict, path: Path, report: IngestReport) -> list[Step]:
     messages: list[ChatMessage | None] = []
     for node in nodes:
         raw = node.get("message") if isinstance(node, dict) else None
-        if not isinstance(raw, dict) or raw.get("role") not in ("system", "user", "assistant", "tool"):
+        if not isinstance(raw, dict) or raw.get("role") not in ROLES:
             report.skip("unknown_event")
             messages.append(None)
             continue
         try:
-            messages.append(message_from_openai(raw))
+            messages.append(message_from_openai(raw, report))
         except (ValueError, ValidationError, TypeError, AttributeError):
             report.skip("malformed_node")
             messages.append(None)
@@ -72,6 +77,7 @@ def _trace_steps(trace: dict, path: Path, report: IngestReport) -> list[Step]:
 
     steps: list[Step] = []
     tools, student, trace_id = _tools(trace), _student(trace), str(trace.get("id") or path.stem)
+    counted: set[int] = set()  # nodes inside a path already cut: their defects are counted
     turn = 0
     for i, node in enumerate(nodes):
         if messages[i] is None or messages[i].role != "assistant" or not node.get("sampled", True):
@@ -82,25 +88,19 @@ def _trace_steps(trace: dict, path: Path, report: IngestReport) -> list[Step]:
             report.skip("broken_branch")
             continue
         conversation = [messages[j] for j in chain]
+        fresh = next((k for k, j in enumerate(chain) if j not in counted), len(chain))
         found = steps_from_conversation(conversation, source=str(path), format=FORMAT, trace_id=trace_id,
                                         report=report, tools=tools, student=student,
-                                        actions={len(conversation) - 1})
+                                        actions={len(conversation) - 1}, count_from=fresh)
+        counted.update(chain[:-1])  # the last node is the action: its missing results are not counted yet
         steps.extend(s.model_copy(update={"index": index}) for s in found)
     return steps
 
 
 def read(path: Path, report: IngestReport) -> list[Step]:
     steps: list[Step] = []
-    for line in Path(path).read_text(errors="replace").splitlines():
-        if not line.strip():
-            continue
-        report.lines += 1
-        try:
-            episode = json.loads(line)
-        except json.JSONDecodeError:
-            report.skip("malformed_line")
-            continue
-        traces = episode.get("traces") if isinstance(episode, dict) else None
+    for _, episode in json_records(path, report):
+        traces = episode.get("traces")
         if not isinstance(traces, list):
             report.skip("unknown_event")
             continue

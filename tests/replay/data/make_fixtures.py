@@ -6,6 +6,10 @@
 - openai_chat_log.jsonl: request/response records as an OpenAI request logger stores them, with tool calls,
   and one fine-tuning-format conversation.
 - verifiers_traces.jsonl: written by verifiers' own Episode/Trace models (`write_episode` serialization).
+- codex/rollout-*.jsonl: Codex CLI sessions as ~/.codex/sessions holds them: one in the envelope shape of
+  Codex CLI 0.4x+ ({"timestamp", "type", "payload"}: session_meta, turn_context, response_item, event_msg,
+  compacted), one in the older bare shape (first line the session, then bare response items and
+  {"record_type": "state"} lines).
 - claude_code/<case>.jsonl: one minimal session per ingester defect of issue 21, each line in the shape
   Claude Code 1.0.x-2.0.x writes (uuid/parentUuid chain, one line per content block of a response,
   compact_boundary system events, `<synthetic>` turns, `isMeta` caveats, sidechains with `agentId`).
@@ -287,6 +291,104 @@ CLAUDE_CODE_CASES = {"models": case_models, "synthetic_meta": case_synthetic_met
                      "separators_errors": case_separators_errors}
 
 
+CODEX_SESSION = "0199f3a2-7c41-7d20-b8e5-4f2a9c1d6e31"
+
+
+def codex_envelope() -> list[dict]:
+    """Two turns of gpt-5-codex (a shell call, an apply_patch, a parallel pair of calls), a web search,
+    `/model` to gpt-5, an automatic compaction, then one more turn."""
+    lines: list[dict] = []
+
+    def line(kind, payload):
+        lines.append({"timestamp": f"2025-10-20T09:15:{len(lines):02d}.120Z", "type": kind, "payload": payload})
+
+    def item(payload):
+        line("response_item", payload)
+
+    def user(text):
+        item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+        line("event_msg", {"type": "user_message", "message": text, "images": []})
+
+    def assistant(text):
+        item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
+        line("event_msg", {"type": "agent_message", "message": text})
+
+    def shell(call_id, command, output):
+        item({"type": "function_call", "name": "shell", "call_id": call_id,
+              "arguments": json.dumps({"command": ["bash", "-lc", command], "workdir": "/home/dev/proj",
+                                       "timeout_ms": 120000})})
+        item({"type": "function_call_output", "call_id": call_id,
+              "output": json.dumps({"output": output, "metadata": {"exit_code": 0, "duration_seconds": 0.1}})})
+
+    def reasoning(summary):
+        item({"type": "reasoning", "summary": [{"type": "summary_text", "text": summary}], "content": None,
+              "encrypted_content": "gAAAAABo9f1x-encrypted"})
+
+    def context(model):
+        line("turn_context", {"cwd": "/home/dev/proj", "approval_policy": "on-request",
+                              "sandbox_policy": {"mode": "workspace-write", "network_access": False},
+                              "model": model, "effort": "medium", "summary": "auto"})
+
+    line("session_meta", {"id": CODEX_SESSION, "timestamp": "2025-10-20T09:15:00.000Z", "cwd": "/home/dev/proj",
+                          "originator": "codex_cli_rs", "cli_version": "0.46.0", "instructions": None,
+                          "source": "cli", "model_provider": "openai",
+                          "git": {"commit_hash": "3f2c1ab", "branch": "main"}})
+    item({"type": "message", "role": "developer", "content": [
+        {"type": "input_text", "text": "<permissions instructions>Approval policy: on-request.</permissions instructions>"}]})
+    user("<environment_context>\n  <cwd>/home/dev/proj</cwd>\n  <shell>bash</shell>\n</environment_context>")
+    user("The test test_slugify fails. Fix it.")
+    context("gpt-5-codex")
+    reasoning("**Reading the failing test**")
+    shell("call_q1", "pytest -q tests/test_utils.py", "F\nE   assert 'a b' == 'a-b'\n1 failed")
+    line("event_msg", {"type": "token_count", "info": {"total_token_usage": {"input_tokens": 5210,
+                                                                             "output_tokens": 180}}})
+    reasoning("**Patching slugify**")
+    item({"type": "custom_tool_call", "status": "completed", "call_id": "call_p2", "name": "apply_patch",
+          "input": "*** Begin Patch\n*** Update File: utils.py\n@@\n-    return s.lower()\n"
+                   "+    return s.lower().replace(' ', '-')\n*** End Patch\n"})
+    item({"type": "custom_tool_call_output", "call_id": "call_p2",
+          "output": json.dumps({"output": "Success. Updated the following files:\nM utils.py\n",
+                                "metadata": {"exit_code": 0, "duration_seconds": 0.0}})})
+    assistant("I'll check both test files.")
+    item({"type": "function_call", "name": "shell", "call_id": "call_r3",
+          "arguments": json.dumps({"command": ["bash", "-lc", "pytest -q tests/test_utils.py"]})})
+    item({"type": "function_call", "name": "shell", "call_id": "call_r4",
+          "arguments": json.dumps({"command": ["bash", "-lc", "pytest -q tests/test_cli.py"]})})
+    item({"type": "function_call_output", "call_id": "call_r3", "output": "1 passed in 0.02s"})
+    item({"type": "function_call_output", "call_id": "call_r4", "output": "4 passed in 0.05s"})
+    assistant("Fixed: slugify now joins words with dashes; both test files pass.")
+    user("Is there a newer python-slugify release?")
+    line("event_msg", {"type": "user_message", "message": "/model gpt-5", "images": []})
+    context("gpt-5")
+    reasoning("**Searching**")
+    item({"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "python-slugify release"}})
+    assistant("python-slugify 8.0.4 is the latest release.")
+    line("compacted", {"message": "Summary: fixed slugify in utils.py (dashes), tests pass; user asked about "
+                                  "python-slugify releases (8.0.4 is the latest)."})
+    user("Pin it in requirements.txt")
+    shell("call_w5", "echo 'python-slugify==8.0.4' >> requirements.txt", "")
+    assistant("Pinned python-slugify==8.0.4.")
+    return lines
+
+
+def codex_bare() -> list[dict]:
+    """The older shape: the session on the first line, response items bare, state records between."""
+    return [
+        {"id": "5b7d0c2e-1f3a-4c8e-9d21-6a0b4e7f3c19", "timestamp": "2025-06-02T14:03:11.402Z",
+         "instructions": "Prefer small commits."},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "How many files are in src?"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAABoPQ-enc"},
+        {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_ls1", "status": "completed",
+         "action": {"type": "exec", "command": ["bash", "-lc", "ls src | wc -l"], "timeout_ms": 10000}},
+        {"record_type": "state"},
+        {"type": "function_call_output", "call_id": "call_ls1",
+         "output": json.dumps({"output": "12\n", "metadata": {"exit_code": 0, "duration_seconds": 0.0}})},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "There are 12 files in src."}]},
+        {"record_type": "state"},
+    ]
+
+
 TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "Current weather for a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
@@ -361,6 +463,10 @@ def main() -> None:
     (HERE / "claude_code_session.jsonl").write_text("".join(json.dumps(e) + "\n" for e in claude_code()))
     (HERE / "openai_chat_log.jsonl").write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in openai_chat()))
     (HERE / "verifiers_traces.jsonl").write_text("".join(line + "\n" for line in verifiers()))
+    (HERE / "codex").mkdir(exist_ok=True)
+    for name, lines in (("rollout-2025-10-20T09-15-00-" + CODEX_SESSION, codex_envelope()),
+                        ("rollout-2025-06-02T14-03-11-5b7d0c2e-1f3a-4c8e-9d21-6a0b4e7f3c19", codex_bare())):
+        (HERE / "codex" / f"{name}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
     (HERE / "claude_code").mkdir(exist_ok=True)
     for name, case in CLAUDE_CODE_CASES.items():
         (HERE / "claude_code" / f"{name}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in case().events))

@@ -7,9 +7,9 @@ BPE tokenizers, which every hosted model uses). A reservation is granted only wh
     spent + reserved + worst <= cap,
 so the sum of everything in flight can never push `spent` past the cap. When the answer arrives,
 the reservation is replaced by the actual cost from the response's `usage`. A call that fails with
-an HTTP error status is settled at 0 (providers do not bill rejected requests); one whose outcome
-is unknown (timeout, cut connection, unreadable body) is settled at its full reservation, since it
-may have been billed. A request that does not fit waits while other calls are in flight (they may
+an HTTP error status is settled at 0 (providers do not bill rejected requests), and so is one that
+never connected (nothing was sent); one whose outcome is unknown (timeout, cut connection,
+unreadable body) is settled at its full reservation, since it may have been billed. A request that does not fit waits while other calls are in flight (they may
 settle below their reservation); when nothing is in flight and it still does not fit, the budget
 is exhausted: every waiting and later reservation raises `BudgetExhausted`, and the run stops.
 """

@@ -93,11 +93,13 @@ class _Progress:
     def update(self, done: int, replayer: Replayer, pairs: int) -> None:
         if not self.enabled:
             return
-        calls = sum(t.stats.answered + t.stats.failed for t in replayer.teachers)
+        answered = sum(t.stats.answered for t in replayer.teachers)
+        failed = sum(t.stats.failed for t in replayer.teachers)
         cached = sum(t.stats.cached for t in replayer.teachers)
         cap = f"/${replayer.budget.cap:.4f}" if replayer.budget.cap is not None else ""
         self.bar.update(self.task, completed=done,
-                        info=f"calls {calls} (+{cached} cached)  spend ${replayer.budget.spent:.4f}{cap}  pairs {pairs}")
+                        info=f"answered {answered} (+{cached} cached, {failed} failed)  "
+                             f"spend ${replayer.budget.spent:.4f}{cap}  pairs {pairs}")
 
     def close(self) -> None:
         if self.enabled:
@@ -197,6 +199,8 @@ def main(config: ReplayConfig) -> None:
     stats = asyncio.run(run(config))
     print(stats.summary(), flush=True)
     print(f"pairs: {config.output_dir / 'pairs.jsonl'}  stats: {config.output_dir / 'stats.json'}", flush=True)
+    if (failure := stats.failure()) is not None:
+        raise UserError(failure)  # after the summary: the counts say what was tried
     if stats.budget_exhausted:
         print("stopped: budget cap reached; rerun with a larger budget_usd to continue from the cache",
               file=sys.stderr, flush=True)

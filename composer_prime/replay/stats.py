@@ -1,9 +1,12 @@
 """The run's stats report (`<output_dir>/stats.json`) and its one-screen summary.
 
 Counts: steps ingested and skipped (by reason, per source), steps gated out by VOI or filtered by
-length, steps replayed, teacher calls (paid, cached, failed, HTTP attempts, retries by cause),
-tokens, spend against the cap, pairs found, dropped (dedup, length) and written, and per teacher
-how often its answer was part of a kept consensus.
+length, steps replayed, teacher calls by outcome (answered by a billed call, answered from the
+cache, failed after retries or with a final error, refused by the budget before anything was sent;
+HTTP attempts and retries by cause beside them), tokens, spend against the cap (what answered calls
+cost, and apart from it what was charged for calls whose billing cannot be known), pairs found,
+dropped (dedup, length) and written, and per teacher how often its answer was part of a kept
+consensus. `failure()` is the one line a run prints when no teacher answered anything.
 """
 
 from __future__ import annotations
@@ -29,19 +32,35 @@ class RunStats:
     teachers: dict = field(default_factory=dict)
     agreement: dict = field(default_factory=dict)
 
-    @property
-    def calls(self) -> int:
-        return sum(t["answered"] + t["failed"] for t in self.teachers.values())
+    answered = property(lambda self: self._total("answered"), doc="Answers obtained by a billed call.")
+    cached = property(lambda self: self._total("cached"), doc="Answers read from the cache.")
+    failed = property(lambda self: self._total("failed"), doc="Calls that got no answer after their retries.")
+    refused = property(lambda self: self._total("refused"), doc="Calls the budget refused; nothing was sent.")
+
+    def _total(self, key: str) -> int | float:
+        return sum(t[key] for t in self.teachers.values())
 
     @property
-    def cached(self) -> int:
-        return sum(t["cached"] for t in self.teachers.values())
+    def calls(self) -> int:
+        """Calls sent to a teacher (answered or failed; cached and refused ones were not sent)."""
+        return self.answered + self.failed
+
+    def failure(self) -> str | None:
+        """Why the run produced nothing, when every teacher that was asked failed every time."""
+        if not self.failed or self.answered or self.cached:
+            return None
+        errors = {name: t["last_error"] for name, t in self.teachers.items() if t["failed"]}
+        name, error = next(iter(errors.items()))
+        return (f"every teacher call failed ({self.failed} calls, {len(errors)} of {len(self.teachers)} teachers, "
+                f"none answered); {name}: {error}")
 
     def as_dict(self) -> dict:
         return {
             "sources": self.sources, "steps_ingested": self.steps_ingested, "steps_filtered": self.steps_filtered,
             "steps_gated_out": self.steps_gated_out, "steps_replayed": self.steps_replayed,
             "steps_incomplete": self.steps_incomplete, "teacher_calls": self.calls, "cached_answers": self.cached,
+            "calls": {"answered": self.answered, "cached": self.cached, "failed": self.failed, "refused": self.refused},
+            "answered_cost_usd": self._total("cost_usd"), "unknown_cost_usd": self._total("unknown_cost_usd"),
             "pairs_found": self.pairs_found, "pairs_dropped": self.pairs_dropped, "pairs_written": self.pairs_written,
             "budget_usd": self.budget_usd, "spent_usd": self.spent_usd, "budget_exhausted": self.budget_exhausted,
             "voi": self.voi, "teachers": self.teachers, "agreement": self.agreement,
@@ -52,11 +71,16 @@ class RunStats:
         lines = [
             f"steps: {self.steps_ingested} ingested, {self.steps_filtered} filtered, "
             f"{self.steps_gated_out} gated out (VOI), {self.steps_replayed} replayed, {self.steps_incomplete} incomplete",
-            f"teacher calls: {self.calls} paid, {self.cached} from cache; spent ${self.spent_usd:.6f}{cap}"
+            f"teacher calls: {self.answered} answered, {self.cached} cached, {self.failed} failed, "
+            f"{self.refused} refused by the budget",
+            f"spent ${self.spent_usd:.6f}{cap}: ${self._total('cost_usd'):.6f} on answered calls, "
+            f"${self._total('unknown_cost_usd'):.6f} on calls that may have been billed (sent, no answer read)"
             + (" (budget exhausted)" if self.budget_exhausted else ""),
             f"pairs: {self.pairs_found} found, {self.pairs_written} written, dropped {self.pairs_dropped or 'none'}",
         ]
         for name, source in self.sources.items():
             if source["skipped"]:
                 lines.append(f"skipped in {name}: {source['skipped']}")
+            if source.get("noted"):
+                lines.append(f"read in another shape in {name}: {source['noted']}")
         return "\n".join(lines)

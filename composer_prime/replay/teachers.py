@@ -11,6 +11,11 @@ attempt a+1 is Retry-After when the server sent one, else uniform(0, backoff_s *
 jitter", so that many clients hit by the same 429 do not retry in lockstep), capped at
 max_backoff_s. Other 4xx are final. A call that still fails returns a TeacherAnswer with `error`
 set (not cached: a rerun tries again). `BudgetExhausted` propagates: the step is left unanswered.
+
+What the budget is charged (budget.py): an answer's own cost; an HTTP error status 0; a connection
+that was never made (refused, or timed out while connecting) 0, since no request reached anyone who
+could bill it; an outcome the client cannot know (a timeout or cut connection after the request was
+sent, a 2xx body that is no completion) the full reservation, kept apart in `unknown_cost_usd`.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from composer_prime.errors import UserError
 from composer_prime.messages import Action, ToolCall
 from composer_prime.pairs import TeacherAnswer
 from composer_prime.replay.agreement import parse_text_action
-from composer_prime.replay.budget import Budget
+from composer_prime.replay.budget import Budget, BudgetExhausted
 from composer_prime.replay.cache import AnswerCache
 from composer_prime.replay.config import RetryConfig, TeacherConfig
 from composer_prime.replay.render import request_messages
@@ -54,18 +59,26 @@ class TeacherStats:
     """Answers obtained by a paid call in this run."""
     cached: int = 0
     failed: int = 0
+    """Calls that got no answer: a final 4xx, or every attempt failed."""
+    refused: int = 0
+    """Calls the budget refused before anything was sent."""
     attempts: int = 0
     """HTTP requests sent (retries included)."""
     retries: Counter = field(default_factory=Counter)
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    """What the answered calls cost, from their usage."""
+    unknown_cost_usd: float = 0.0
+    """Charged for attempts whose billing cannot be known (sent, then no readable answer)."""
     latency_s: float = 0.0
+    last_error: str | None = None
 
     def as_dict(self) -> dict:
-        return {"answered": self.answered, "cached": self.cached, "failed": self.failed, "attempts": self.attempts,
-                "retries": dict(self.retries), "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cost_usd": self.cost_usd,
+        return {"answered": self.answered, "cached": self.cached, "failed": self.failed, "refused": self.refused,
+                "attempts": self.attempts, "retries": dict(self.retries), "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "cost_usd": self.cost_usd,
+                "unknown_cost_usd": self.unknown_cost_usd, "last_error": self.last_error,
                 "mean_latency_s": self.latency_s / self.answered if self.answered else None}
 
 
@@ -214,7 +227,11 @@ class Teacher:
         for attempt in range(self.retry.max_attempts):
             wait: float | None = None
             async with self._slots:
-                reservation = await self.budget.reserve(worst)  # BudgetExhausted ends the call here
+                try:
+                    reservation = await self.budget.reserve(worst)
+                except BudgetExhausted:  # ends the call here: nothing was sent
+                    self.stats.refused += 1
+                    raise
                 settled = False
                 start = time.monotonic()
                 self.stats.attempts += 1
@@ -223,15 +240,20 @@ class Teacher:
                     if response.status_code < 400:
                         data = streamed if streamed is not None else json.loads(data_text)
                         action, input_tokens, output_tokens = _action_from_response(data)
+                except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                    await self.budget.settle(reservation, 0.0)  # no connection: nothing was sent, nothing billed
+                    settled = True
+                    error = f"connect: {type(exc).__name__}: {exc} ({self._url})"[:300]
+                    self.stats.retries["connect"] += 1
                 except (httpx.TimeoutException, httpx.TransportError, _Incomplete) as exc:
-                    await self.budget.settle(reservation, reservation)  # may have been billed
+                    await self._charge_unknown(reservation)
                     settled = True
                     kind = ("timeout" if isinstance(exc, httpx.TimeoutException)
                             else "incomplete-stream" if isinstance(exc, _Incomplete) else "transport")
                     error = f"{kind}: {type(exc).__name__}: {exc}"[:300]
                     self.stats.retries[kind] += 1
                 except (json.JSONDecodeError, _Malformed) as exc:  # a 2xx body or stream that is no completion
-                    await self.budget.settle(reservation, reservation)
+                    await self._charge_unknown(reservation)
                     settled = True
                     error = f"malformed response: {exc}"[:300]
                     self.stats.retries["malformed"] += 1
@@ -247,7 +269,8 @@ class Teacher:
                         await self.budget.settle(reservation, 0.0)
                         settled = True
                         self.stats.failed += 1
-                        return self.answer_for(error=f"HTTP {response.status_code}: {data_text[:300]}", latency_s=latency)
+                        self.stats.last_error = f"HTTP {response.status_code}: {data_text[:300]}"
+                        return self.answer_for(error=self.stats.last_error, latency_s=latency)
                     else:
                         if input_tokens is None or output_tokens is None:
                             cost = reservation  # no usage reported: charge the worst case
@@ -267,12 +290,19 @@ class Teacher:
                 finally:
                     if not settled:  # cancelled mid-call: it may have been billed
                         self.budget.charge_now(reservation, reservation)
+                        self.stats.unknown_cost_usd += reservation
             if attempt + 1 < self.retry.max_attempts:
                 cap = min(self.retry.max_backoff_s, self.retry.backoff_s * 2**attempt)
                 delay = min(self.retry.max_backoff_s, wait) if wait is not None else self._rng.uniform(0, cap)
                 await asyncio.sleep(delay)
         self.stats.failed += 1
-        return self.answer_for(error=f"gave up after {self.retry.max_attempts} attempts: {error}")
+        self.stats.last_error = f"gave up after {self.retry.max_attempts} attempts: {error}"
+        return self.answer_for(error=self.stats.last_error)
+
+    async def _charge_unknown(self, reservation: float) -> None:
+        """The request left but no answer came back: it may have been billed, so the budget is charged."""
+        await self.budget.settle(reservation, reservation)
+        self.stats.unknown_cost_usd += reservation
 
     async def _send(self, body: dict) -> tuple[httpx.Response, str, dict | None]:
         """(response, body text, the assembled completion of a 200 stream or None). The body is read

@@ -58,3 +58,31 @@ def load_model(config: ModelConfig, device: torch.device | None = None) -> PreTr
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot load model from {config.path}: {str(exc).splitlines()[0]}") from None
     return model.to(device)
+
+
+def disable_dropout(model: torch.nn.Module) -> torch.nn.Module:
+    """Set every dropout probability of `model` to 0, in place; returns `model`.
+
+    Dropout modules (nn.Dropout, GPT-2's attn/resid/embd dropouts) get p = 0, and float
+    attributes named like `attention_dropout`, which attention code passes to sdpa as a
+    number when the module is training, are zeroed. The config is left as it is, so weight
+    versions and exports still carry the checkpoint's own settings.
+    """
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
+            module.p = 0.0
+        for name, value in vars(module).items():
+            if "dropout" in name and isinstance(value, float):
+                setattr(module, name, 0.0)
+    return model
+
+
+def load_train_model(config: ModelConfig, device: torch.device | None = None) -> PreTrainedModel:
+    """The model as the RL trainer trains it: in train mode with dropout off.
+
+    Dropout would make the trainer score tokens under a randomly thinned network while the
+    sampler used the whole one: GPT-2 (dropout 0.1 in its config) then showed importance
+    ratio 1.002 and mismatch KL 0.002 on a fully on-policy step, instead of 1 and 0."""
+    model = disable_dropout(load_model(config, device))
+    model.train()
+    return model

@@ -1,10 +1,11 @@
-"""Build a tiny Qwen3-architecture causal LM and its tokenizer from scratch, offline.
+"""Build a tiny causal LM and its tokenizer from scratch, offline.
 
 `uv run tiny-model @ configs/quickstart/tiny_model.toml` writes a directory that
 `transformers.AutoModelForCausalLM` / `AutoTokenizer` load like any hub checkpoint: a
-byte-level BPE tokenizer trained on a generated corpus, with ChatML special tokens and chat
-template, and a randomly initialised Qwen3 model (~1M parameters by default). Everything
-derives from `seed`, so two builds with one config are byte-identical.
+byte-level BPE tokenizer trained on a generated corpus (or copied from another model directory),
+with ChatML special tokens and chat template, and a randomly initialised model (~1M parameters by
+default) of one of several architectures: Qwen3 (the quickstart's), Llama, Qwen2, Gemma2, Phi3,
+GPT-NeoX or GPT-2. Everything derives from `seed`, so two builds with one config are byte-identical.
 """
 
 from __future__ import annotations
@@ -12,15 +13,26 @@ from __future__ import annotations
 import random
 import string
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import torch
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    GenerationConfig,
+    PretrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+    PreTrainedTokenizerFast,
+)
 
 from composer_prime.cli import run_cli
+from composer_prime.config import ModelConfig
+from composer_prime.errors import UserError
+from composer_prime.model.load import load_tokenizer
 from composer_prime.model.save import save_model
 
 PAD, IM_START, IM_END = "<|pad|>", "<|im_start|>", "<|im_end|>"
@@ -33,8 +45,11 @@ CHAT_TEMPLATE = (
 )
 
 
+Architecture = Literal["qwen3", "llama", "qwen2", "gemma2", "phi3", "gpt_neox", "gpt2"]
+
+
 class TinyModelConfig(BaseConfig):
-    """A from-scratch tokenizer + Qwen3 model, deterministic for a seed."""
+    """A from-scratch tokenizer + causal LM, deterministic for a seed."""
 
     output_dir: Annotated[Path, Field(description="Directory to write the model and tokenizer to (replaced).")] = Path(
         "outputs/tiny-model"
@@ -52,6 +67,21 @@ class TinyModelConfig(BaseConfig):
     num_kv_heads: Annotated[int, Field(ge=1, description="Key/value heads (grouped-query attention).")] = 2
     intermediate_size: Annotated[int, Field(ge=8, description="MLP hidden width.")] = 384
     max_position_embeddings: Annotated[int, Field(ge=16, description="Longest sequence the model accepts.")] = 512
+    architecture: Annotated[
+        Architecture,
+        Field(description="transformers model type to build. gpt_neox and gpt2 have no grouped-query attention "
+              "(num_kv_heads is ignored); gpt2 has learned absolute position embeddings."),
+    ] = "qwen3"
+    tokenizer_from: Annotated[
+        Path | None,
+        Field(description="Copy the tokenizer (and its chat template) of this model directory instead of training "
+              "one; vocab_size and corpus_lines are then ignored."),
+    ] = None
+    extra: Annotated[
+        dict[str, int | float | bool | str],
+        Field(description="More fields of the architecture's transformers config, e.g. sliding_window = 8, "
+              "final_logit_softcapping = 30.0 or attention_dropout = 0.1; a field the config lacks is refused."),
+    ] = {}
 
     @model_validator(mode="after")
     def _check_heads(self) -> TinyModelConfig:
@@ -115,31 +145,45 @@ def build_tokenizer(config: TinyModelConfig) -> PreTrainedTokenizerFast:
     )
 
 
-def build_model(config: TinyModelConfig, tokenizer: PreTrainedTokenizerFast) -> Qwen3ForCausalLM:
-    eos, pad = tokenizer.convert_tokens_to_ids([IM_END, PAD])
-    model_config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=config.hidden_size,
-        intermediate_size=config.intermediate_size,
-        num_hidden_layers=config.num_layers,
-        num_attention_heads=config.num_heads,
-        num_key_value_heads=config.num_kv_heads,
-        head_dim=config.hidden_size // config.num_heads,
-        max_position_embeddings=config.max_position_embeddings,
-        tie_word_embeddings=True,
-        bos_token_id=None,
-        eos_token_id=eos,
-        pad_token_id=pad,
-    )
+def model_config(config: TinyModelConfig, tokenizer: PreTrainedTokenizerBase) -> PretrainedConfig:
+    """The transformers config of `config.architecture`, sized by `config`."""
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    common = dict(vocab_size=len(tokenizer), tie_word_embeddings=True, bos_token_id=None, eos_token_id=eos,
+                  pad_token_id=pad)
+    if config.architecture == "gpt2":  # GPT-2 names its sizes differently and has no separate kv heads
+        sizes = dict(n_embd=config.hidden_size, n_layer=config.num_layers, n_head=config.num_heads,
+                     n_inner=config.intermediate_size, n_positions=config.max_position_embeddings)
+    else:
+        sizes = dict(hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
+                     num_hidden_layers=config.num_layers, num_attention_heads=config.num_heads,
+                     max_position_embeddings=config.max_position_embeddings)
+        if config.architecture != "gpt_neox":
+            sizes["num_key_value_heads"] = config.num_kv_heads
+        if config.architecture in ("qwen3", "gemma2"):
+            sizes["head_dim"] = config.hidden_size // config.num_heads
+    built = AutoConfig.for_model(config.architecture, **common, **sizes)
+    unknown = sorted(key for key in config.extra if not hasattr(built, key))
+    if unknown:
+        raise UserError(f"tiny-model extra: {config.architecture} config has no field {unknown[0]!r}")
+    for key, value in config.extra.items():
+        setattr(built, key, value)
+    return built
+
+
+def build_model(config: TinyModelConfig, tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     torch.manual_seed(config.seed)
-    model = Qwen3ForCausalLM(model_config)
+    model = AutoModelForCausalLM.from_config(model_config(config, tokenizer))
     model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad)
     return model
 
 
 def build(config: TinyModelConfig) -> Path:
     """Write tokenizer + model to `config.output_dir`; returns it."""
-    tokenizer = build_tokenizer(config)
+    if config.tokenizer_from is not None:
+        tokenizer = load_tokenizer(ModelConfig(path=str(config.tokenizer_from)))
+    else:
+        tokenizer = build_tokenizer(config)
     model = build_model(config, tokenizer)
     out = save_model(model, tokenizer, config.output_dir)
     params = sum(p.numel() for p in model.parameters())

@@ -22,7 +22,7 @@ from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
 from composer_prime.errors import UserError
 from composer_prime.loss.registry import resolve_loss
-from composer_prime.model.load import load_model, load_tokenizer
+from composer_prime.model.load import load_tokenizer, load_train_model
 from composer_prime.trainer import checkpoint as ckpt
 from composer_prime.trainer.config import TrainerConfig
 from composer_prime.trainer.data import own_share, wait_for_batch
@@ -100,8 +100,7 @@ def train(config: TrainerConfig, world: World) -> None:
     if config.diloco is not None and world.distributed:
         raise UserError("trainer.diloco runs one process per site; use num_train_processes = 1 with diloco")
     torch.manual_seed(config.seed)
-    model = load_model(config.model, world.device)
-    model.train()
+    model = load_train_model(config.model, world.device)
     channels = make_channels(config, world)
     if world.distributed:
         shard_model(model)

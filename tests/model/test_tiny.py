@@ -5,6 +5,7 @@ import torch
 
 from composer_prime.cli import run_cli
 from composer_prime.config import ModelConfig
+from composer_prime.errors import UserError
 from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.model.tiny import IM_END, TinyModelConfig, build
 
@@ -70,3 +71,15 @@ def test_bad_config_is_one_line(capsys, tmp_path):
     assert exit_.value.code == 2 and "\n" not in err
     assert err.startswith("error: config:") and "num_heads" in err
     assert not (tmp_path / "m").exists()
+
+
+def test_other_architectures_reuse_a_tokenizer_and_refuse_unknown_config_fields(tmp_path, tiny):
+    built = build(TinyModelConfig(output_dir=tmp_path / "gpt2", architecture="gpt2", tokenizer_from=tiny,
+                                  extra={"attn_pdrop": 0.0}))
+    model = load_model(ModelConfig(path=str(built)))
+    assert model.config.model_type == "gpt2" and model.config.attn_pdrop == 0.0
+    assert (built / "tokenizer.json").read_bytes() == (tiny / "tokenizer.json").read_bytes()
+    with pytest.raises(UserError, match="^tiny-model extra: llama config has no field 'no_such_field'$"):
+        build(TinyModelConfig(output_dir=tmp_path / "bad", architecture="llama", tokenizer_from=tiny,
+                              extra={"no_such_field": 1}))
+    assert not (tmp_path / "bad").exists()

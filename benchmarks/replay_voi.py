@@ -1,7 +1,7 @@
 """VOI gating on a real trace with local teachers: teacher calls cut and pairs kept, ungated baseline in the same run.
 
     uv run python benchmarks/replay_voi.py --sft-models outputs/replay-voi-models [--steps 200] [--seed 0]
-        [--student-temperature 0] [--top-fraction 0.4] [--threshold H] [--aggregate mean|max] [--tiered]
+        [--student-band 0.6 0.85] [--teacher-margin 0.1] [--student-temperature 0] [--top-fraction 0.4] [--threshold H] [--aggregate mean|max] [--tiered]
     uv run python benchmarks/replay_voi.py --student DIR --teachers DIR DIR DIR [...]
     uv run python benchmarks/replay_voi.py [--noise 0.02]      (perturbed copies of the warm start)
 
@@ -14,9 +14,13 @@ comes from /score on the student's own server.
 Which models:
 - `--sft-models DIR`: the setting the gate is for, a student that is right on most steps and
   teachers better than it. SFT of the quickstart's tiny model on reverse-text demonstrations,
-  built into DIR on first use (~13 min on 2 cores, then reused): the student stopped at 1000
-  steps (about 3 in 4 greedy answers exact), teachers after 3000, 3000 and 2500 steps (seeds 1, 2,
-  3; the last is weaker than the student on some prompts).
+  built into DIR on first use, then reused. Calibrated, not counted (tests/replay/calibration.py):
+  each model saves a checkpoint every 100 SFT steps and is scored on 64 held-out prompts (greedy
+  exact match, the `eval` command's code); the student is its first checkpoint inside
+  `--student-band`, each teacher (seeds 1, 2, 3) its first checkpoint at least `--teacher-margin`
+  above the student. The calibration reached is printed and in the report; a model that misses its
+  target stops the build with one line saying which scores it saw. Scores are kept in
+  DIR/calibration.json, so a rerun does not evaluate a checkpoint twice.
 - `--student/--teachers`: any model directories (e.g. RL checkpoints of the quickstart).
 - neither: the committed warm start and copies with seeded Gaussian weight noise (`--noise` of each
   tensor's std); the student is one perturbed copy.
@@ -39,38 +43,76 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "replay"))
 
 from servers import inference_server, model_variant, student_trace, teacher  # noqa: E402
 
+from calibration import Band, CalibrationFailed, Reached, first_above, first_in_band  # noqa: E402
+
+from composer_prime.eval.config import EvalCommandConfig  # noqa: E402
+from composer_prime.eval.main import run_eval  # noqa: E402
 from composer_prime.pairs import read_pairs  # noqa: E402
 from composer_prime.replay.config import ReplayConfig  # noqa: E402
 from composer_prime.replay.main import run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-# name -> (SFT steps, seed): see the docstring
-SFT_MODELS = {"student": (1000, 6), "alpha": (3000, 1), "beta": (3000, 2), "gamma": (2500, 3)}
+# name -> (seed, most SFT steps); the step used is chosen by held-out score (see the docstring)
+SFT_MODELS = {"student": (6, 2000), "alpha": (1, 4000), "beta": (2, 4000), "gamma": (3, 4000)}
+SAVE_EVERY = 100
 
 
-def sft_models(out: Path) -> dict[str, Path]:
-    """The four SFT models in `out`, trained with the quickstart's tiny model and SFT config where missing."""
-    bin_dir = Path(sys.executable).parent
+def held_out_exact(model: Path, work: Path) -> float:
+    """Greedy exact match on 64 held-out reverse-text prompts."""
+    config = EvalCommandConfig(model={"path": str(model)}, env={"id": "reverse-text"}, temperature=0.0, k=1,
+                               num_examples=64)
+    return run_eval(config, work).solved
+
+
+def _train(name: str, seed: int, steps: int, out: Path, tiny: Path) -> Callable[[int], Path]:
+    """SFT with a checkpoint every SAVE_EVERY steps (once); returns the path of the model at a step."""
+    run_dir, final = out / name, out / name / "model"
+    if not (final / "config.json").exists():
+        print(f"training {name}: up to {steps} SFT steps, seed {seed}, a checkpoint every {SAVE_EVERY}", flush=True)
+        subprocess.run([Path(sys.executable).parent / "sft", "@", ROOT / "configs/quickstart/sft.toml",
+                        "--model.path", tiny, "--max-steps", str(steps), "--seed", str(seed),
+                        "--save-every", str(SAVE_EVERY), "--output-dir", run_dir, "--save-dir", final,
+                        "--log.progress", "false"], check=True)
+    return lambda step: final if step == steps else run_dir / "checkpoints" / f"step_{step}"
+
+
+def sft_models(out: Path, band: Band, margin: float) -> tuple[dict[str, Path], list[Reached]]:
+    """The four SFT models in `out`, each the first checkpoint that meets its held-out target."""
     tiny = out / "tiny-model"
     if not (tiny / "config.json").exists():
-        subprocess.run([bin_dir / "tiny-model", "@", ROOT / "configs/quickstart/tiny_model.toml",
+        subprocess.run([Path(sys.executable).parent / "tiny-model", "@", ROOT / "configs/quickstart/tiny_model.toml",
                         "--output-dir", tiny], check=True)
-    models = {}
-    for name, (steps, seed) in SFT_MODELS.items():
-        model = out / name / "model"
-        if not (model / "config.json").exists():
-            print(f"training {name}: {steps} SFT steps, seed {seed} -> {model}", flush=True)
-            subprocess.run([bin_dir / "sft", "@", ROOT / "configs/quickstart/sft.toml", "--model.path", tiny,
-                            "--max-steps", str(steps), "--seed", str(seed), "--output-dir", out / name,
-                            "--save-dir", model, "--log.progress", "false"], check=True)
-        models[name] = model
-    return models
+    record = out / "calibration.json"
+    scores: dict[str, dict[str, float]] = json.loads(record.read_text()) if record.exists() else {}
+
+    def scorer(name: str, path_of: Callable[[int], Path]) -> Callable[[int], float]:
+        def score(step: int) -> float:
+            known = scores.setdefault(name, {})
+            if str(step) not in known:
+                known[str(step)] = held_out_exact(path_of(step), out / "eval")
+                record.write_text(json.dumps(scores, indent=1))
+            print(f"calibrating {name}: step {step} held-out greedy exact {known[str(step)]:.3f}", flush=True)
+            return known[str(step)]
+        return score
+
+    models, reached = {}, []
+    for name, (seed, steps) in SFT_MODELS.items():
+        path_of = _train(name, seed, steps, out, tiny)
+        checkpoints = range(SAVE_EVERY, steps + 1, SAVE_EVERY)
+        if name == "student":
+            chosen = first_in_band(name, checkpoints, scorer(name, path_of), band)
+        else:
+            chosen = first_above(name, checkpoints, scorer(name, path_of), reached[0].score + margin)
+        models[name] = path_of(chosen.step)
+        reached.append(chosen)
+    return models, reached
 
 
 def main() -> None:
@@ -86,6 +128,10 @@ def main() -> None:
                         help="agreement.similarity: below 1, answers this close (difflib ratio) count as the same")
     parser.add_argument("--sft-models", type=Path, default=None,
                         help="directory of the SFT student and teachers (built there on first use)")
+    parser.add_argument("--student-band", type=float, nargs=2, default=(0.6, 0.85), metavar=("LOW", "HIGH"),
+                        help="with --sft-models: the student's held-out greedy exact match must fall in this band")
+    parser.add_argument("--teacher-margin", type=float, default=0.1,
+                        help="with --sft-models: each teacher's held-out exact match must beat the student's by this")
     parser.add_argument("--tiered", action="store_true",
                         help="also run with the first teacher in tier 0 and the others in tier 1, ungated and gated")
     parser.add_argument("--student", type=Path, default=None,
@@ -95,8 +141,14 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="replay-voi-"))
     start = time.monotonic()
+    reached: list[Reached] = []
     if args.sft_models:
-        models = sft_models(args.sft_models)
+        try:
+            models, reached = sft_models(args.sft_models, Band(*args.student_band), args.teacher_margin)
+        except CalibrationFailed as exc:
+            raise SystemExit(f"calibration failed: {exc}") from None
+        for model in reached:
+            print(f"calibration: {model.line()}", flush=True)
     else:
         models = {"student": args.student or model_variant(root / "student", args.noise, seed=100 + args.seed),
                   "alpha": model_variant(root / "alpha"),
@@ -137,7 +189,8 @@ def main() -> None:
     ungated = results["ungated"]
     report = {"steps": args.steps, "seed": args.seed, "student_temperature": args.student_temperature,
               "similarity": args.similarity, "gate": {k: v for k, v in voi.items() if k != "student_url"},
-              "ungated": {"calls": ungated["calls"], "pairs": len(ungated["pairs"])}}
+              "ungated": {"calls": ungated["calls"], "pairs": len(ungated["pairs"])},
+              "calibration": {m.name: {"step": m.step, "held_out_exact": m.score, "target": m.target} for m in reached}}
     for label, result in results.items():
         if label == "ungated":
             continue

@@ -1,0 +1,84 @@
+"""Models a benchmark builds, trained to a held-out target instead of a fixed number of steps
+(shared with benchmarks/replay_voi.py, tested in test_calibration.py).
+
+A fixed step count does not reproduce: tiny models learn reverse-text through a phase transition
+whose position moves with the CPU's float rounding, so the same 1000 steps gave a 76 % student on
+one machine and a 100 % one on another (issue 21). Instead a run saves checkpoints as it trains and
+the first checkpoint whose held-out score meets the target is the model:
+- the student: the first checkpoint whose score is inside a band (`Band`), so that it is right on
+  most steps and teachers can still disagree with it;
+- each teacher: the first checkpoint that beats the chosen student by a margin.
+Checkpoints are scored lazily, in training order, and scoring stops at the first that fits. A
+student that jumps over the band between two checkpoints, or a model that never reaches its
+target, stops the build with `CalibrationFailed`: one line naming every score seen, so the fix
+(save more often, train longer, widen the band) can be read from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+
+class CalibrationFailed(Exception):
+    """The target was not reached; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Band:
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.low <= self.high <= 1.0:
+            raise ValueError(f"band [{self.low}, {self.high}] is not inside [0, 1] with low <= high")
+
+    def __str__(self) -> str:
+        return f"[{self.low:.2f}, {self.high:.2f}]"
+
+
+@dataclass(frozen=True)
+class Reached:
+    """The checkpoint chosen for one model and the calibration it reached."""
+
+    name: str
+    step: int
+    score: float
+    target: str
+    scores: tuple[tuple[int, float], ...]
+    """Every (step, score) evaluated, in order, up to the chosen one."""
+
+    def line(self) -> str:
+        return f"{self.name}: step {self.step}, held-out {self.score:.3f} (target {self.target})"
+
+
+def _seen(scores: list[tuple[int, float]]) -> str:
+    return ", ".join(f"{step}:{score:.2f}" for step, score in scores) or "none"
+
+
+def first_in_band(name: str, checkpoints: Iterable[int], score: Callable[[int], float], band: Band) -> Reached:
+    """The first checkpoint (in training order) whose score is inside `band`."""
+    seen: list[tuple[int, float]] = []
+    for step in checkpoints:
+        value = score(step)
+        seen.append((step, value))
+        if band.low <= value <= band.high:
+            return Reached(name, step, value, f"in {band}", tuple(seen))
+        if value > band.high:
+            raise CalibrationFailed(
+                f"{name} jumped over the band {band} (held-out score by step: {_seen(seen)}): "
+                f"save checkpoints more often or widen the band")
+    raise CalibrationFailed(f"{name} never reached the band {band} (held-out score by step: {_seen(seen)}): "
+                            f"train longer or lower the band")
+
+
+def first_above(name: str, checkpoints: Iterable[int], score: Callable[[int], float], floor: float) -> Reached:
+    """The first checkpoint (in training order) whose score is at least `floor`."""
+    seen: list[tuple[int, float]] = []
+    for step in checkpoints:
+        value = score(step)
+        seen.append((step, value))
+        if value >= floor:
+            return Reached(name, step, value, f">= {floor:.2f}", tuple(seen))
+    raise CalibrationFailed(f"{name} never reached {floor:.2f} (held-out score by step: {_seen(seen)}): "
+                            f"train longer or lower the margin over the student")

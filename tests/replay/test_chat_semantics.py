@@ -12,9 +12,10 @@ from test_ingest import (
 )
 
 from composer_prime.messages import ChatMessage, ToolCall
-from composer_prime.replay.chat_semantics import step_violations, violations
+from composer_prime.messages import Action
+from composer_prime.replay.chat_semantics import StepChecker, step_violations, violations
 from composer_prime.replay.ingest import READERS, files_of
-from composer_prime.replay.steps import IngestReport
+from composer_prime.replay.steps import IngestReport, Step
 from composer_prime.traces import write_traces
 
 DATA = Path(__file__).parent / "data"
@@ -68,7 +69,23 @@ def test_every_state_of_every_ingester_is_valid(tmp_path):
     for path, fmt in data:
         steps = READERS[fmt](path, IngestReport())
         assert steps, path
+        checker = StepChecker()  # what ingest runs: it must agree with the whole check on every step
         for step in steps:
-            assert step_violations(step) == [], (path.name, step.trace_id, step.index)
+            assert step_violations(step) == checker.violations(step) == [], (path.name, step.trace_id, step.index)
             checked += 1
     assert checked >= 60
+
+
+def test_incremental_checker_agrees_with_the_whole_check():
+    u, c, r = user(), calls("a"), result("a")
+    late = calls("a")  # reuses an id: only the longest state breaks a rule
+    states = [[u], [u, c, r], [u, c, r, user("more"), late, result("a")], [user("other trace start"), c, r]]
+
+    def step(state, trace="t"):
+        return Step(source="s", format="f", trace_id=trace, index=len(state), state=state,
+                    action=Action(content="x"))
+
+    checker = StepChecker()
+    got = [checker.violations(step(state)) for state in states]
+    assert got == [step_violations(step(state)) for state in states]
+    assert [len(v) for v in got] == [0, 0, 2, 0]  # the last state does not extend the one before: checked whole

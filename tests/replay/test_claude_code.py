@@ -129,3 +129,17 @@ def test_blocks_are_separated_and_errors_prefixed_once():
     assert results == ["<tool_use_error>File does not exist.</tool_use_error>",
                        "Error: ls: cannot access 'static': No such file or directory",
                        "Error: cat: app.css: No such file or directory"]
+
+
+def test_parallel_results_on_a_fork_are_one_response():
+    steps, report = read("parallel_fork")
+    # The newest line is a parentless system event: it names no trace and hides nothing.
+    assert {s.trace_id for s in steps} == {steps[0].trace_id} and "/" not in steps[0].trace_id
+    assert not report.noted and report.skipped == {"meta_event": 1}
+    first, second = steps
+    assert [c.id for c in first.action.tool_calls] == ["toolu_01G", "toolu_01R"]  # the side branch's call too
+    assert view(second)[1:] == [
+        ("assistant", None, ["toolu_01G", "toolu_01R"], None),
+        ("tool", "tests/conftest.py\ntests/test_app.py", [], "toolu_01G"),  # in call order
+        ("tool", "import pytest\n\n@pytest.fixture\ndef app(): ...", [], "toolu_01R"),
+    ]

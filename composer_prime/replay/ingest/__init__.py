@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from composer_prime.errors import UserError
-from composer_prime.replay.chat_semantics import step_violations
+from composer_prime.replay.chat_semantics import StepChecker
 from composer_prime.replay.ingest import claude_code, codex, composer_prime, openai_chat, verifiers_trace
 from composer_prime.replay.steps import IngestReport, Step
 
@@ -42,14 +42,14 @@ def _valid(steps: list[Step], report: IngestReport) -> list[Step]:
     """Each step once, and only steps an OpenAI endpoint accepts. An ingester pairs calls and results itself (steps.py), so a
     step dropped here is an ingester bug: it is counted as `invalid_state:<rule>` rather than sent
     to teachers that would each answer it with a 400."""
-    kept, seen = [], set()
+    kept, seen, checker = [], set(), StepChecker()
     for step in steps:
         if step.id in seen:  # the same record logged twice (same source, trace and turn)
             report.skip("duplicate_step")
             report.steps -= 1
             continue
         seen.add(step.id)
-        found = step_violations(step)
+        found = checker.violations(step)
         if found:
             report.skip(f"invalid_state:{found[0].split(' ', 1)[0]}")
             report.steps -= 1

@@ -185,13 +185,52 @@ def _link(nodes: dict[str, _Node], report: IngestReport) -> None:
         _convert(node, report)
 
 
-def _chain(leaf: _Node, nodes: dict[str, _Node]) -> list[_Node]:
+def _chain(leaf: _Node, nodes: dict[str, _Node], lines: _Lines) -> list[_Node]:
     chain, seen, node = [], set(), leaf
     while node is not None and node.uuid not in seen:  # a cycle in a damaged file ends the walk
         seen.add(node.uuid)
         chain.append(node)
         node = nodes.get(node.parent) if node.parent is not None else None
-    return chain[::-1]
+    return lines.complete(chain[::-1])
+
+
+class _Lines:
+    """Where each response's lines and each call's result are, wherever they hang in the tree.
+
+    Claude Code can hang the lines of one response on a fork: each tool result is written as the
+    child of its own call's line, so with two parallel calls the chain from the leaf passes through
+    the first call's line and its result while the second call and its result sit on a side branch
+    that ends there. They are the same response: a chain gets them back (`complete`)."""
+
+    def __init__(self, nodes: dict[str, _Node]):
+        self.by_turn: dict[str, list[_Node]] = {}
+        self.by_call: dict[str, _Node] = {}
+        for node in nodes.values():
+            for piece in node.pieces:
+                if piece[0] == "assistant":
+                    self.by_turn.setdefault(piece[1], []).append(node)
+            if node.pieces and all(p[0] == "message" and p[1].role == "tool" for p in node.pieces):
+                for piece in node.pieces:
+                    self.by_call.setdefault(piece[1].tool_call_id, node)
+
+    def complete(self, chain: list[_Node]) -> list[_Node]:
+        """The chain with, after each response's line, its lines and results found off the chain."""
+        on_chain = {n.uuid for n in chain}
+        out: list[_Node] = []
+        for node in chain:
+            out.append(node)
+            for piece in node.pieces:
+                if piece[0] != "assistant":
+                    continue
+                lines = [n for n in self.by_turn.get(piece[1], []) if n.uuid not in on_chain]
+                on_chain.update(n.uuid for n in lines)
+                out.extend(lines)
+                calls = [c.id for n in (node, *lines) for p in n.pieces if p[0] == "assistant"
+                         for c in p[3].tool_calls or []]
+                results = [self.by_call[c] for c in calls if c in self.by_call and self.by_call[c].uuid not in on_chain]
+                on_chain.update(n.uuid for n in results)
+                out.extend(results)
+        return out
 
 
 @dataclass
@@ -252,6 +291,9 @@ def _group_results(segment: _Segment) -> None:
             attached.setdefault(caller[message.tool_call_id], []).append(i)
         else:
             top.append(i)
+    for i, results in attached.items():  # in the order of the calls, however the lines were written
+        ids = [c.id for c in segment.messages[i].tool_calls or []]
+        results.sort(key=lambda j: ids.index(segment.messages[j].tool_call_id))
     order = [j for i in top for j in (i, *attached.get(i, []))]
     index = {old: new for new, old in enumerate(order)}
     segment.messages = [segment.messages[i] for i in order]
@@ -283,6 +325,7 @@ def _leaves(nodes: dict[str, _Node]) -> list[_Node]:
 def read(path: Path, report: IngestReport) -> list[Step]:
     nodes, session = _read_nodes(path, report)
     _link(nodes, report)
+    lines = _Lines(nodes)
     steps: list[Step] = []
     stepped: set[str] = set()  # turn ids already a step of some trace
     counted: set[str] = set()  # node uuids whose defects were counted on an earlier chain
@@ -290,7 +333,7 @@ def read(path: Path, report: IngestReport) -> list[Step]:
     for leaf in _leaves(nodes):
         if _adds_nothing(leaf, nodes, counted):
             continue
-        chain = _chain(leaf, nodes)
+        chain = _chain(leaf, nodes, lines)
         if leaf.event.get("isSidechain"):
             root = chain[0]
             trace_id = f"{session}/sidechain-{root.event.get('agentId') or root.uuid[:8]}"
@@ -309,13 +352,14 @@ def read(path: Path, report: IngestReport) -> list[Step]:
 
 
 def _adds_nothing(leaf: _Node, nodes: dict[str, _Node], counted: set[str]) -> bool:
-    """A leaf below a chain already read with only turnless events (progress, hooks) in between:
-    reading its chain again would give nothing new (and cost a walk of the whole session)."""
+    """A leaf below a chain already read with only turnless events (progress, hooks) in between, or
+    on a chain with no turn at all: reading it would give nothing new (and cost a walk of the whole
+    session), and must not take the session's trace name."""
     node, seen = leaf, set()
     while node is not None and not node.pieces and node.uuid not in seen:
         seen.add(node.uuid)
         node = nodes.get(node.parent) if node.parent is not None else None
-    return node is not None and node.uuid in counted
+    return node is None or not node.pieces or node.uuid in counted
 
 
 def _chain_steps(chain: list[_Node], trace_id: str, source: str, report: IngestReport,

@@ -181,6 +181,21 @@ def case_interleaved() -> Session:
     return s
 
 
+def case_parallel_fork() -> Session:
+    """Two parallel calls of one response where each result is written as the child of its own call's
+    line: the second call and its result end a side branch, the conversation goes on from the first
+    call's result. A trailing system event with no parent is the newest line."""
+    s = Session("parallel-fork", version="2.0.49")
+    s.user("u1", "Which tests and which fixtures are there?")
+    s.call("a1", "msg_01Fork", "toolu_01G", "Glob", {"pattern": "tests/**/*.py"})
+    s.call("a2", "msg_01Fork", "toolu_01R", "Read", {"file_path": "/home/dev/proj/tests/conftest.py"})
+    s.result("r2", "toolu_01R", "import pytest\n\n@pytest.fixture\ndef app(): ...")
+    s.result("r1", "toolu_01G", "tests/conftest.py\ntests/test_app.py", parent="a1")
+    s.text("a3", "msg_02Fork", "Two test files; conftest.py defines the app fixture.")
+    s.add("system", "t1", parent=None, subtype="turn_duration", content="", durationMs=5120)
+    return s
+
+
 def case_duplicate_line() -> Session:
     """The same assistant line written twice (same uuid), as Claude Code does when a session is resumed."""
     s = Session("duplicate-line")
@@ -286,7 +301,7 @@ def case_separators_errors() -> Session:
 
 
 CLAUDE_CODE_CASES = {"models": case_models, "synthetic_meta": case_synthetic_meta, "interleaved": case_interleaved,
-                     "duplicate_line": case_duplicate_line, "rewind": case_rewind, "compaction": case_compaction,
+                     "parallel_fork": case_parallel_fork, "duplicate_line": case_duplicate_line, "rewind": case_rewind, "compaction": case_compaction,
                      "sidechain": case_sidechain, "unknown_blocks": case_unknown_blocks,
                      "separators_errors": case_separators_errors}
 

@@ -151,7 +151,10 @@ async def _replay_all(config: ReplayConfig, replayer: Replayer, steps: list[Step
         await asyncio.gather(*(worker() for _ in range(min(config.max_concurrent_steps, max(1, len(steps))))))
     finally:
         progress.close()
-    stats.steps_replayed = sum(o.complete for o in outcomes)
+    # A step whose every teacher call failed was not replayed: nothing answered it.
+    answered = [o.complete and any(a.error is None for a in o.answers) for o in outcomes]
+    stats.steps_replayed = sum(answered)
+    stats.steps_unanswered = sum(o.complete and not a for o, a in zip(outcomes, answered))
     stats.steps_incomplete = sum(not o.complete for o in outcomes) + queue.qsize()
     order = {s.id: i for i, s in enumerate(steps)}
     return sorted(outcomes, key=lambda o: order[o.step.id])

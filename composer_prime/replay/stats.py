@@ -21,7 +21,11 @@ class RunStats:
     steps_filtered: int = 0
     steps_gated_out: int = 0
     steps_replayed: int = 0
+    """Steps at least one teacher answered."""
+    steps_unanswered: int = 0
+    """Steps every teacher asked failed on."""
     steps_incomplete: int = 0
+    """Steps the budget stopped before every needed teacher was asked."""
     pairs_found: int = 0
     pairs_dropped: dict = field(default_factory=dict)
     pairs_written: int = 0
@@ -58,7 +62,8 @@ class RunStats:
         return {
             "sources": self.sources, "steps_ingested": self.steps_ingested, "steps_filtered": self.steps_filtered,
             "steps_gated_out": self.steps_gated_out, "steps_replayed": self.steps_replayed,
-            "steps_incomplete": self.steps_incomplete, "teacher_calls": self.calls, "cached_answers": self.cached,
+            "steps_unanswered": self.steps_unanswered, "steps_incomplete": self.steps_incomplete,
+            "teacher_calls": self.calls, "cached_answers": self.cached,
             "calls": {"answered": self.answered, "cached": self.cached, "failed": self.failed, "refused": self.refused},
             "answered_cost_usd": self._total("cost_usd"), "unknown_cost_usd": self._total("unknown_cost_usd"),
             "pairs_found": self.pairs_found, "pairs_dropped": self.pairs_dropped, "pairs_written": self.pairs_written,
@@ -70,7 +75,8 @@ class RunStats:
         cap = f" of ${self.budget_usd:.4f}" if self.budget_usd is not None else ""
         lines = [
             f"steps: {self.steps_ingested} ingested, {self.steps_filtered} filtered, "
-            f"{self.steps_gated_out} gated out (VOI), {self.steps_replayed} replayed, {self.steps_incomplete} incomplete",
+            f"{self.steps_gated_out} gated out (VOI), {self.steps_replayed} replayed, "
+            f"{self.steps_unanswered} unanswered (every teacher failed), {self.steps_incomplete} incomplete",
             f"teacher calls: {self.answered} answered, {self.cached} cached, {self.failed} failed, "
             f"{self.refused} refused by the budget",
             f"spent ${self.spent_usd:.6f}{cap}: ${self._total('cost_usd'):.6f} on answered calls, "

@@ -53,6 +53,7 @@ format = "composer-prime"
     assert line.startswith("error: every teacher call failed (6 calls, 2 of 2 teachers, none answered); a: gave up "
                            "after 2 attempts: connect: ConnectError")
     assert f"127.0.0.1:{a}" in line
+    assert "0 replayed, 3 unanswered (every teacher failed), 0 incomplete" in done.stdout
     assert "teacher calls: 0 answered, 0 cached, 6 failed, 0 refused by the budget" in done.stdout
     assert ("spent $0.000000 of $1.0000: $0.000000 on answered calls, $0.000000 on calls that may have been billed"
             in done.stdout)  # nothing connected, nothing could be billed
@@ -80,6 +81,7 @@ def test_outcomes_and_spend_with_one_teacher_down(tmp_path):
     assert first.spent_usd == pytest.approx(first.teachers["flaky"]["cost_usd"]) and first.spent_usd > 0
     assert first.teachers["down"]["cost_usd"] == first.teachers["down"]["unknown_cost_usd"] == 0
     assert first.failure() is None and first.pairs_written == 3
+    assert (first.steps_replayed, first.steps_unanswered) == (3, 0)  # one answer is enough to replay a step
     assert "teacher calls: 3 answered, 0 cached, 3 failed, 0 refused by the budget" in first.summary()
     # The rerun pays nothing for what is cached; the teacher that is down fails again and costs nothing.
     assert (second.answered, second.cached, second.failed, second.refused) == (0, 3, 3, 0)

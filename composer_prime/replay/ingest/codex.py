@@ -101,7 +101,8 @@ def _item(turns: _Turns, item: dict, report: IngestReport) -> None:
     elif kind == "reasoning":
         return
     elif kind == "function_call" and item.get("name"):
-        turns.add_call(ToolCall(id=item.get("call_id"), name=item["name"], arguments=arguments_json(item.get("arguments"))))
+        turns.add_call(ToolCall(id=item.get("call_id"), name=item["name"],
+                                arguments=arguments_json(item.get("arguments"))))
     elif kind == "custom_tool_call" and item.get("name"):
         arguments = json.dumps({"input": item.get("input", "")}, ensure_ascii=False)
         turns.add_call(ToolCall(id=item.get("call_id"), name=item["name"], arguments=arguments))

@@ -45,7 +45,8 @@ class LogConfig(BaseConfig):
     ] = 30.0
     wandb_project: Annotated[
         str | None,
-        Field(description="Also log metrics to this Weights & Biases project (needs `wandb` installed)."),
+        Field(description="Also log metrics to this Weights & Biases project, one run per process grouped by "
+              "the run directory (needs the extra: uv sync --extra wandb; WANDB_MODE=offline keeps it local)."),
     ] = None
 
 

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from composer_prime.errors import UserError
+
 
 def _clean(value: Any) -> Any:
     if hasattr(value, "item"):
@@ -29,12 +31,18 @@ class MetricsLogger:
         self.path = Path(output_dir) / "metrics.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.process = process
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._wandb = None
         if wandb_project:
-            import wandb  # optional: only when the user asked for it
+            try:
+                import wandb  # the optional extra: only when the user asked for it
+            except ImportError:
+                raise UserError(f"log.wandb_project is {wandb_project!r} but wandb is not installed: "
+                                "uv sync --extra wandb") from None
 
-            self._wandb = wandb.init(project=wandb_project, name=f"{Path(output_dir).name}-{process}", config=config)
+            # One run per process, grouped by the run directory: rl's three processes land side by side.
+            run = Path(output_dir).name
+            self._wandb = wandb.init(project=wandb_project, group=run, name=f"{run}-{process}", config=config)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def log(self, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
         record = {"process": self.process, "step": step, "time": time.time()}

@@ -84,14 +84,19 @@ def write_rng(staging: Path, rank: int) -> None:
 
 def finish_checkpoint(
     output_dir: Path, step: int, model_state: dict, optimizer_state: dict, world_size: int, keep_last: int,
-    diloco_state: dict | None = None,
+    diloco_state: dict | None = None, metrics: dict | None = None,
 ) -> Path:
-    """Write the model, optimizer (and DiLoCo site state) into the staging directory, publish it, prune old ones."""
+    """Write the model, optimizer (and DiLoCo site state) into the staging directory, publish it, prune old ones.
+
+    `metrics` is the step's own record: a kill after the checkpoint and before the record reaches the
+    metrics file would lose it, since the resumed run starts after this step (`load_metrics`)."""
     staging = staging_dir(output_dir, step)
     torch.save(model_state, staging / "model.pt")
     torch.save(optimizer_state, staging / "optimizer.pt")
     if diloco_state is not None:
         torch.save(diloco_state, staging / "diloco.pt")
+    if metrics is not None:
+        (staging / "metrics.json").write_text(json.dumps(metrics))
     meta = {"format": CHECKPOINT_FORMAT, "step": step, "world_size": world_size}
     (staging / "meta.json").write_text(json.dumps(meta))
     final = checkpoint_dir(output_dir, step)
@@ -106,6 +111,12 @@ def load_states(path: Path) -> tuple[dict, dict]:
     model_state = torch.load(path / "model.pt", map_location="cpu", weights_only=True)
     optimizer_state = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=True)
     return model_state, optimizer_state
+
+
+def load_metrics(path: Path) -> dict | None:
+    """The record of the step a checkpoint ends (None: written without one)."""
+    file = path / "metrics.json"
+    return json.loads(file.read_text()) if file.is_file() else None
 
 
 def load_diloco(path: Path) -> dict | None:

@@ -41,7 +41,7 @@ from composer_prime.trainer.preference import PreferenceChannel
 from composer_prime.trainer.progress import StepReporter
 from composer_prime.trainer.site import TrainerSite
 from composer_prime.trainer.step import Channels, learning_rate, train_step
-from composer_prime.utils.metrics import MetricsLogger
+from composer_prime.utils.metrics import MetricsLogger, read_metrics
 from composer_prime.weights import (
     broadcast_root,
     list_versions,
@@ -80,7 +80,8 @@ def _drop_versions_after(config: TrainerConfig, step: int) -> None:
                 shutil.rmtree(child, ignore_errors=True)
 
 
-def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World, site: TrainerSite | None) -> None:
+def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World, site: TrainerSite | None,
+                record: dict | None) -> None:
     if world.is_main:
         ckpt.begin_checkpoint(config.output_dir, step)
     barrier(world)
@@ -91,8 +92,16 @@ def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World
     if world.is_main:
         ckpt.finish_checkpoint(
             config.output_dir, step, model_state, optim_state, world.world_size, config.ckpt.keep_last,
-            diloco_state=site.state_dict() if site is not None else None,
+            diloco_state=site.state_dict() if site is not None else None, metrics=record,
         )
+
+
+def _complete_resumed_step(config: TrainerConfig, step: int, metrics: MetricsLogger | None) -> None:
+    """Log the resumed checkpoint's own step if the killed run saved it but died before logging it."""
+    if metrics is None or any(r["step"] == step and "loss" in r for r in read_metrics(config.output_dir, "trainer")):
+        return
+    if (record := ckpt.load_metrics(ckpt.checkpoint_dir(config.output_dir, step))) is not None:
+        metrics.log(step, record)
 
 
 def train(config: TrainerConfig, world: World) -> None:
@@ -143,6 +152,10 @@ def train(config: TrainerConfig, world: World) -> None:
         metrics = MetricsLogger(config.output_dir, "trainer", config.log.wandb_project, config.model_dump(mode="json"))
     reporter = StepReporter(config.max_steps, start, enabled=world.is_main, progress=config.log.progress,
                             interval_s=config.log.progress_interval_s)
+    if start and world.is_main:
+        _complete_resumed_step(config, start, metrics)
+    if start and config.publish_weights and start not in list_versions(config.output_dir):
+        publish(start)  # killed between the checkpoint and its version: the orchestrator waits for it
     hint_idle_logged = False
     step = start
     with site if site is not None else nullcontext():
@@ -168,12 +181,7 @@ def train(config: TrainerConfig, world: World) -> None:
                 if site is not None and (healed := site.after_step()) is not None:
                     step = healed
 
-                if step % config.ckpt.interval == 0:
-                    _checkpoint(config, step, model, optimizer, world, site)
-                if config.publish_weights:
-                    publish(step)
-                step_s = time.perf_counter() - t0 + idle_s
-
+                record = None
                 if metrics is not None:
                     record = {
                         "loss": result.loss,
@@ -187,11 +195,17 @@ def train(config: TrainerConfig, world: World) -> None:
                         "tokens_per_s": result.num_tokens / train_s,
                         "idle_s": idle_s,
                         "train_s": train_s,
-                        "step_s": step_s,
+                        "step_s": time.perf_counter() - t0 + idle_s,  # waiting and training, before saving
                         "off_policy_lag": step - 1 - batch.min_policy_version,
                     }
                     if channels.hint is not None:
                         record |= channels.hint.end_step(step)
+                # The record goes into the checkpoint first: a kill between the two cannot lose it.
+                if step % config.ckpt.interval == 0:
+                    _checkpoint(config, step, model, optimizer, world, site, record)
+                if config.publish_weights:
+                    publish(step)
+                if metrics is not None:
                     metrics.log(step, record)
                     reporter.update(step, record)
                 pref = channels.preference

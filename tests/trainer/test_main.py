@@ -1,6 +1,7 @@
 """The trainer process end to end: real subprocesses, real batch files, real checkpoints."""
 
 import json
+import shutil
 import signal
 import textwrap
 import time
@@ -90,6 +91,30 @@ def test_killed_run_resumes_bit_exactly(tmp_path, tiny_model_dir, helpers):
     assert [r["step"] for r in resumed] == [3, 4]
     straight_loss = {r["step"]: r["loss"] for r in read_metrics(straight, "trainer")}
     assert [r["loss"] for r in resumed] == [straight_loss[3], straight_loss[4]]
+
+
+def test_kill_between_checkpoint_and_log_loses_no_record_and_no_version(tmp_path, tiny_model_dir, helpers):
+    """A SIGKILL after step 2's checkpoint and before its version and metrics line: the files as that
+    kill leaves them (the run's own files with both removed). The resumed run starts after step 2, so
+    it must log step 2's record from the checkpoint, once, and publish version 2 again."""
+    out = tmp_path / "run"
+    overrides = {"max_steps": 2, "keep_weight_versions": 10, "ckpt.interval": 2}
+    for step in (1, 2):
+        helpers.write_step(out, step, helpers.make_samples(20 + step, 8))
+    config = helpers.trainer_config(out, tiny_model_dir, **overrides)
+    assert helpers.run_trainer(config).returncode == 0
+    logged = next(r for r in read_metrics(out, "trainer") if r["step"] == 2 and "loss" in r)
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    (out / "metrics.jsonl").write_text("".join(line + "\n" for line in lines if json.loads(line) != logged))
+    shutil.rmtree(version_dir(out, 2))
+
+    helpers.write_step(out, 3, helpers.make_samples(23, 8))
+    result = helpers.run_trainer(helpers.trainer_config(out, tiny_model_dir, **{**overrides, "max_steps": 3}))
+    assert result.returncode == 0, result.stdout + result.stderr
+    records = [r for r in read_metrics(out, "trainer") if "loss" in r]
+    assert [r["step"] for r in records] == [1, 2, 3]
+    assert {k: v for k, v in records[1].items() if k != "time"} == {k: v for k, v in logged.items() if k != "time"}
+    assert list_versions(out) == [0, 1, 2, 3]
 
 
 def test_missing_batch_times_out_with_one_line(tmp_path, tiny_model_dir, helpers):

@@ -176,6 +176,7 @@ def test_killed_mid_run_resumes_without_paying_twice(teacher_servers, sampled_tr
             first_calls = sum(a.counts.total() for a in apps)
             time.sleep(0.3)
         assert 0 < cached_at_kill < 150
+        before = [a.counts.copy() for a in apps]
         rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
     finally:
         for app in apps:
@@ -183,13 +184,17 @@ def test_killed_mid_run_resumes_without_paying_twice(teacher_servers, sampled_tr
     assert rerun.returncode == 0, rerun.stderr
     second_calls = sum(a.counts.total() for a in apps) - first_calls
     assert second_calls == 150 - cached_at_kill  # nothing already paid for was asked again
-    repeated = sum(n - 1 for a in apps for n in a.counts.values() if n > 1)
-    assert repeated == first_calls - cached_at_kill <= 6  # only the calls in flight at the kill (2 per teacher)
+    # Each state the rerun asks, it asks once; the states the first run had asked too are only those in
+    # flight at the kill (2 per teacher). Counted by state, not by calls: a call the first run retried (a
+    # slow answer on a loaded machine) is counted twice by the server and cached once.
+    again = [a.counts - b for a, b in zip(apps, before)]
+    assert all(set(r.values()) == {1} for r in again)
+    assert all(len(set(r) & set(b)) <= 2 for r, b in zip(again, before))
     assert all(len(a.counts) == 50 for a in apps)
     stats = json.loads((out / "stats.json").read_text())
     assert stats["cached_answers"] == cached_at_kill and stats["steps_replayed"] == 50
     print(f"kill/restart: {first_calls} calls before SIGKILL, {cached_at_kill} cached, {second_calls} after restart, "
-          f"{repeated} repeated (in flight at the kill)")
+          f"{sum(len(set(r) & set(b)) for r, b in zip(again, before))} asked again (in flight at the kill)")
 
 
 @pytest.mark.slow

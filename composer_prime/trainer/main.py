@@ -97,8 +97,12 @@ def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World
 
 
 def _complete_resumed_step(config: TrainerConfig, step: int, metrics: MetricsLogger | None) -> None:
-    """Log the resumed checkpoint's own step if the killed run saved it but died before logging it."""
-    if metrics is None or any(r["step"] == step and "loss" in r for r in read_metrics(config.output_dir, "trainer")):
+    """Log the resumed checkpoint's own step if the killed run saved it but died before logging it.
+
+    Only where this run's own records stop short of it: a checkpoint copied into a new run directory
+    brings no history, and its step is not this run's to log."""
+    steps = {r["step"] for r in read_metrics(config.output_dir, "trainer") if "loss" in r}
+    if metrics is None or step in steps or not any(s < step for s in steps):
         return
     if (record := ckpt.load_metrics(ckpt.checkpoint_dir(config.output_dir, step))) is not None:
         metrics.log(step, record)

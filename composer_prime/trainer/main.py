@@ -101,8 +101,10 @@ def _complete_resumed_step(config: TrainerConfig, step: int, metrics: MetricsLog
 
     Only where this run's own records stop short of it: a checkpoint copied into a new run directory
     brings no history, and its step is not this run's to log."""
+    if metrics is None:  # not the main rank: it logs nothing
+        return
     steps = {r["step"] for r in read_metrics(config.output_dir, "trainer") if "loss" in r}
-    if metrics is None or step in steps or not any(s < step for s in steps):
+    if step in steps or not any(s < step for s in steps):
         return
     if (record := ckpt.load_metrics(ckpt.checkpoint_dir(config.output_dir, step))) is not None:
         metrics.log(step, record)
@@ -156,7 +158,7 @@ def train(config: TrainerConfig, world: World) -> None:
         metrics = MetricsLogger(config.output_dir, "trainer", config.log.wandb_project, config.model_dump(mode="json"))
     reporter = StepReporter(config.max_steps, start, enabled=world.is_main, progress=config.log.progress,
                             interval_s=config.log.progress_interval_s)
-    if start and world.is_main:
+    if start:
         _complete_resumed_step(config, start, metrics)
     if start and config.publish_weights and start not in list_versions(config.output_dir):
         publish(start)  # killed between the checkpoint and its version: the orchestrator waits for it

@@ -8,13 +8,16 @@ paid, so the zero comes from the layers and not from a broken attack.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from dataclasses import dataclass
 
 import pytest
 from feature_deletion.behaviour import replay, targets_of
 from feature_deletion.builder.deletions import STUB
-from feature_deletion.grading import grade
+from feature_deletion.grading import SUMMARY_FLAGS, grade, summary_outcomes
 from feature_deletion.sandbox import Sandbox, ensure_runner
 from feature_deletion.task import load_rows
 from feature_deletion.taskset import DEFAULT_TASKS
@@ -304,12 +307,6 @@ def test_private_helpers_and_the_gold_definition_are_in_scope(real_tasks):
 def test_summary_reads_multi_line_messages_and_nothing_after_the_counts(ci, tmp_path):
     """pytest prints a failure's whole multi-line message in the summary when CI is set; the entries
     after it are still read, and a line printed after the final counts is not."""
-    import os
-    import subprocess
-    import sys
-
-    from feature_deletion.grading import SUMMARY_FLAGS, summary_outcomes
-
     (tmp_path / "test_x.py").write_text(textwrap.dedent("""
         import atexit
         atexit.register(lambda: print("PASSED test_x.py::test_a"))

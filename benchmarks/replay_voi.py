@@ -19,7 +19,8 @@ Which models:
   exact match, the `eval` command's code); the student is its first checkpoint inside
   `--student-band`, each teacher (seeds 1, 2, 3) its first checkpoint at least `--teacher-margin`
   above the student. Checkpoints are scored as the SFT writes them and the SFT is stopped at the one
-  chosen, so a model trains only as far as its target needs (SFT_MODELS caps the steps). The
+  chosen, so a model trains only as far as its target needs (SFT_MODELS caps the steps); the
+  teachers, whose target is known once the student is chosen, train side by side. The
   calibration reached is printed and in the report; a model that misses its target stops the build
   with one line saying which scores it saw. Scores are kept in DIR/calibration.json, so a rerun
   does not evaluate a checkpoint twice.
@@ -44,8 +45,10 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from functools import partial
 from pathlib import Path
@@ -101,29 +104,38 @@ def sft_models(out: Path, band: Band, margin: float) -> tuple[dict[str, Path], l
                         "--output-dir", tiny], check=True)
     record = out / "calibration.json"
     scores: dict[str, dict[str, float]] = json.loads(record.read_text()) if record.exists() else {}
+    for name in SFT_MODELS:
+        scores.setdefault(name, {})
+    recording = threading.Lock()  # the teachers are scored from their own threads
 
     def scorer(name: str, path_of: Callable[[int], Path]) -> Callable[[int], float]:
         def score(step: int) -> float:
-            known = scores.setdefault(name, {})
+            known = scores[name]
             if str(step) not in known:
-                known[str(step)] = held_out_exact(path_of(step), out / "eval")
-                record.write_text(json.dumps(scores, indent=1))
+                value = held_out_exact(path_of(step), out / "eval" / name)
+                with recording:
+                    known[str(step)] = value
+                    record.write_text(json.dumps(scores, indent=1))
             print(f"calibrating {name}: step {step} held-out greedy exact {known[str(step)]:.3f}", flush=True)
             return known[str(step)]
         return score
 
-    models, reached = {}, []
-    for name, (seed, steps) in SFT_MODELS.items():
+    def calibrate(name: str, choose: Callable[..., Reached]) -> tuple[Path, Reached]:
+        seed, steps = SFT_MODELS[name]
         path_of = partial(_checkpoint, out / name, steps)
         train = _training(name, seed, steps, out, tiny)
         with closing(trained_checkpoints(range(SAVE_EVERY, steps + 1, SAVE_EVERY), path_of, train)) as checkpoints:
-            if name == "student":
-                chosen = first_in_band(name, checkpoints, scorer(name, path_of), band)
-            else:
-                chosen = first_above(name, checkpoints, scorer(name, path_of), reached[0].score + margin)
-        models[name] = path_of(chosen.step)
-        reached.append(chosen)
-    return models, reached
+            chosen = choose(name, checkpoints, scorer(name, path_of))
+        return path_of(chosen.step), chosen
+
+    student_path, student = calibrate("student", partial(first_in_band, band=band))
+    # Once the student is chosen the teachers' targets are known and independent: trained side by side.
+    teachers = [name for name in SFT_MODELS if name != "student"]
+    with ThreadPoolExecutor(len(teachers)) as pool:
+        chosen = list(pool.map(lambda name: calibrate(name, partial(first_above, floor=student.score + margin)),
+                               teachers))
+    models = {"student": student_path} | {name: path for name, (path, _) in zip(teachers, chosen, strict=True)}
+    return models, [student, *(reached for _, reached in chosen)]
 
 
 def main() -> None:

@@ -18,9 +18,12 @@ Which models:
   each model saves a checkpoint every 100 SFT steps and is scored on 64 held-out prompts (greedy
   exact match, the `eval` command's code); the student is its first checkpoint inside
   `--student-band`, each teacher (seeds 1, 2, 3) its first checkpoint at least `--teacher-margin`
-  above the student. The calibration reached is printed and in the report; a model that misses its
-  target stops the build with one line saying which scores it saw. Scores are kept in
-  DIR/calibration.json, so a rerun does not evaluate a checkpoint twice.
+  above the student. Checkpoints are scored as the SFT writes them and the SFT is stopped at the one
+  chosen, so a model trains only as far as its target needs (SFT_MODELS caps the steps); the
+  teachers, whose target is known once the student is chosen, train side by side. The
+  calibration reached is printed and in the report; a model that misses its target stops the build
+  with one line saying which scores it saw. Scores are kept in DIR/calibration.json, so a rerun
+  does not evaluate a checkpoint twice.
 - `--student/--teachers`: any model directories (e.g. RL checkpoints of the quickstart).
 - neither: the committed warm start and copies with seeded Gaussian weight noise (`--noise` of each
   tensor's std); the student is one perturbed copy.
@@ -42,15 +45,20 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "replay"))
 
 from servers import inference_server, model_variant, student_trace, teacher  # noqa: E402
 
-from calibration import Band, CalibrationFailed, Reached, first_above, first_in_band  # noqa: E402
+from calibration import (  # noqa: E402
+    Band, CalibrationFailed, Reached, first_above, first_in_band, trained_checkpoints)
 
 from composer_prime.eval.config import EvalCommandConfig  # noqa: E402
 from composer_prime.eval.main import run_eval  # noqa: E402
@@ -59,7 +67,7 @@ from composer_prime.replay.config import ReplayConfig  # noqa: E402
 from composer_prime.replay.main import run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-# name -> (seed, most SFT steps); the step used is chosen by held-out score (see the docstring)
+# name -> (seed, most SFT steps); training stops at the step chosen by held-out score (see the docstring)
 SFT_MODELS = {"student": (6, 2000), "alpha": (1, 4000), "beta": (2, 4000), "gamma": (3, 4000)}
 SAVE_EVERY = 100
 
@@ -71,16 +79,21 @@ def held_out_exact(model: Path, work: Path) -> float:
     return run_eval(config, work).solved
 
 
-def _train(name: str, seed: int, steps: int, out: Path, tiny: Path) -> Callable[[int], Path]:
-    """SFT with a checkpoint every SAVE_EVERY steps (once); returns the path of the model at a step."""
-    run_dir, final = out / name, out / name / "model"
-    if not (final / "config.json").exists():
-        print(f"training {name}: up to {steps} SFT steps, seed {seed}, a checkpoint every {SAVE_EVERY}", flush=True)
-        subprocess.run([Path(sys.executable).parent / "sft", "@", ROOT / "configs/quickstart/sft.toml",
-                        "--model.path", tiny, "--max-steps", str(steps), "--seed", str(seed),
-                        "--save-every", str(SAVE_EVERY), "--output-dir", run_dir, "--save-dir", final,
-                        "--log.progress", "false"], check=True)
-    return lambda step: final if step == steps else run_dir / "checkpoints" / f"step_{step}"
+def _checkpoint(run_dir: Path, steps: int, step: int) -> Path:
+    """The model `run_dir`'s SFT saved at `step` (the run's last step is saved as its final model)."""
+    return run_dir / "model" if step == steps else run_dir / "checkpoints" / f"step_{step}"
+
+
+def _training(name: str, seed: int, steps: int, out: Path, tiny: Path) -> Callable[[], subprocess.Popen]:
+    """Starts `name`'s SFT: at most `steps` steps, a checkpoint every SAVE_EVERY."""
+    def start() -> subprocess.Popen:
+        print(f"training {name}: up to {steps} SFT steps, seed {seed}, a checkpoint every {SAVE_EVERY}, "
+              f"stopped once one meets its target", flush=True)
+        return subprocess.Popen([Path(sys.executable).parent / "sft", "@", ROOT / "configs/quickstart/sft.toml",
+                                 "--model.path", tiny, "--max-steps", str(steps), "--seed", str(seed),
+                                 "--save-every", str(SAVE_EVERY), "--output-dir", out / name,
+                                 "--save-dir", out / name / "model", "--log.progress", "false"])
+    return start
 
 
 def sft_models(out: Path, band: Band, margin: float) -> tuple[dict[str, Path], list[Reached]]:
@@ -91,28 +104,38 @@ def sft_models(out: Path, band: Band, margin: float) -> tuple[dict[str, Path], l
                         "--output-dir", tiny], check=True)
     record = out / "calibration.json"
     scores: dict[str, dict[str, float]] = json.loads(record.read_text()) if record.exists() else {}
+    for name in SFT_MODELS:
+        scores.setdefault(name, {})
+    recording = threading.Lock()  # the teachers are scored from their own threads
 
     def scorer(name: str, path_of: Callable[[int], Path]) -> Callable[[int], float]:
         def score(step: int) -> float:
-            known = scores.setdefault(name, {})
+            known = scores[name]
             if str(step) not in known:
-                known[str(step)] = held_out_exact(path_of(step), out / "eval")
-                record.write_text(json.dumps(scores, indent=1))
+                value = held_out_exact(path_of(step), out / "eval" / name)
+                with recording:
+                    known[str(step)] = value
+                    record.write_text(json.dumps(scores, indent=1))
             print(f"calibrating {name}: step {step} held-out greedy exact {known[str(step)]:.3f}", flush=True)
             return known[str(step)]
         return score
 
-    models, reached = {}, []
-    for name, (seed, steps) in SFT_MODELS.items():
-        path_of = _train(name, seed, steps, out, tiny)
-        checkpoints = range(SAVE_EVERY, steps + 1, SAVE_EVERY)
-        if name == "student":
-            chosen = first_in_band(name, checkpoints, scorer(name, path_of), band)
-        else:
-            chosen = first_above(name, checkpoints, scorer(name, path_of), reached[0].score + margin)
-        models[name] = path_of(chosen.step)
-        reached.append(chosen)
-    return models, reached
+    def calibrate(name: str, choose: Callable[..., Reached]) -> tuple[Path, Reached]:
+        seed, steps = SFT_MODELS[name]
+        path_of = partial(_checkpoint, out / name, steps)
+        train = _training(name, seed, steps, out, tiny)
+        with closing(trained_checkpoints(range(SAVE_EVERY, steps + 1, SAVE_EVERY), path_of, train)) as checkpoints:
+            chosen = choose(name, checkpoints, scorer(name, path_of))
+        return path_of(chosen.step), chosen
+
+    student_path, student = calibrate("student", partial(first_in_band, band=band))
+    # Once the student is chosen the teachers' targets are known and independent: trained side by side.
+    teachers = [name for name in SFT_MODELS if name != "student"]
+    with ThreadPoolExecutor(len(teachers)) as pool:
+        chosen = list(pool.map(lambda name: calibrate(name, partial(first_above, floor=student.score + margin)),
+                               teachers))
+    models = {"student": student_path} | {name: path for name, (path, _) in zip(teachers, chosen, strict=True)}
+    return models, [student, *(reached for _, reached in chosen)]
 
 
 def main() -> None:

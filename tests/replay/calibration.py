@@ -8,7 +8,8 @@ the first checkpoint whose held-out score meets the target is the model:
 - the student: the first checkpoint whose score is inside a band (`Band`), so that it is right on
   most steps and teachers can still disagree with it;
 - each teacher: the first checkpoint that beats the chosen student by a margin.
-Checkpoints are scored lazily, in training order, and scoring stops at the first that fits. A
+Checkpoints are scored lazily, in training order, and scoring stops at the first that fits (the
+build stops training there too: `checkpoints` may be written while they are scored). A
 student that jumps over the band between two checkpoints, or a model that never reaches its
 target, stops the build with `CalibrationFailed`: one line naming every score seen, so the fix
 (save more often, train longer, widen the band) can be read from it.
@@ -16,8 +17,11 @@ target, stops the build with `CalibrationFailed`: one line naming every score se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 class CalibrationFailed(Exception):
@@ -82,3 +86,34 @@ def first_above(name: str, checkpoints: Iterable[int], score: Callable[[int], fl
             return Reached(name, step, value, f">= {floor:.2f}", tuple(seen))
     raise CalibrationFailed(f"{name} never reached {floor:.2f} (held-out score by step: {_seen(seen)}): "
                             f"train longer or lower the margin over the student")
+
+
+def trained_checkpoints(steps: Sequence[int], saved_at: Callable[[int], Path],
+                        train: Callable[[], subprocess.Popen]) -> Iterator[int]:
+    """`steps` in training order, each yielded once the model saved at it is on disk.
+
+    Checkpoints already on disk (an earlier build's) come first; `train` (a training subprocess that
+    saves at `steps`) is started only when one that is not there is asked for, and stopped when the
+    caller closes the generator, so a model is trained only as far as its target needs. Training does
+    not resume: asking past an earlier build's checkpoints trains again from the start."""
+
+    def on_disk(step: int) -> bool:  # saves are atomic (model/save.py): a checkpoint that is there is complete
+        return (saved_at(step) / "config.json").exists()
+
+    todo = list(steps)
+    while todo and on_disk(todo[0]):
+        yield todo.pop(0)
+    if not todo:
+        return
+    process = train()
+    try:
+        for step in todo:
+            while not on_disk(step):
+                if process.poll() is not None and not on_disk(step):  # it may have saved just before exiting
+                    raise subprocess.CalledProcessError(process.returncode, process.args)
+                time.sleep(1)
+            yield step
+    finally:
+        if process.poll() is None:
+            process.terminate()
+        process.wait()

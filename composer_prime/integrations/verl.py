@@ -51,31 +51,43 @@ def group_advantage(token_level_rewards: Tensor, response_mask: Tensor, index, c
     return out, out
 
 
-def _token_weights(response_mask: Tensor, loss_agg_mode: str) -> Tensor:
-    """Per-token weights that turn loss/dppo.py's masked sum into VeRL's aggregation mode."""
-    mask = response_mask.to(torch.float64 if response_mask.dtype == torch.float64 else torch.float32)
-    rows = mask.shape[0]
+def _token_weights(response_mask: Tensor, loss_agg_mode: str, dp_size: int = 1, batch_num_tokens: int | None = None,
+                   global_batch_size: int | None = None, loss_scale_factor: float | None = None) -> Tensor:
+    """Per-token weights w with sum(w * l) = VeRL's `agg_loss(l, response_mask, loss_agg_mode, ...)` for any
+    per-token loss l: every VeRL aggregation is linear in l, so loss/dppo.py's weighted sum gives it exactly.
+    The global-batch arguments are those VeRL puts in `config.global_batch_info` (data-parallel runs)."""
+    mask = response_mask.to(torch.float64)
+    sequences = (mask.sum(-1, keepdim=True) > 0).sum().clamp(min=1) if global_batch_size is None else global_batch_size
     if loss_agg_mode == "token-mean":
-        return mask / mask.sum().clamp(min=1)
+        tokens = mask.sum().clamp(min=1) if batch_num_tokens is None else batch_num_tokens
+        return mask / tokens * dp_size
+    if loss_agg_mode == "token-sum":
+        return mask * dp_size
     if loss_agg_mode == "seq-mean-token-sum":
-        return mask / rows
+        return mask / sequences * dp_size
+    if loss_agg_mode == "seq-mean-token-sum-norm":
+        return mask / sequences * dp_size / (loss_scale_factor or mask.shape[-1])
     if loss_agg_mode == "seq-mean-token-mean":
-        return mask / (mask.sum(-1, keepdim=True).clamp(min=1) * rows)
-    raise ValueError(f"loss_agg_mode {loss_agg_mode!r} is not supported by {POLICY_LOSS_NAME}; use token-mean, "
-                     "seq-mean-token-sum or seq-mean-token-mean")
+        return mask / (mask.sum(-1, keepdim=True) + 1e-8) / sequences * dp_size
+    raise ValueError(f"loss_agg_mode {loss_agg_mode!r} is not one of VeRL's aggregations")
 
 
 def dppo_policy_loss(old_log_prob: Tensor, log_prob: Tensor, advantages: Tensor, response_mask: Tensor,
-                     loss_agg_mode: str = "token-mean", config: Any = None, rollout_log_probs: Tensor | None = None,
-                     *, mask_low: float = 0.2, mask_high: float = 0.2, kl_coef: float = 1e-3,
-                     **kwargs) -> tuple[Tensor, dict[str, float]]:
+                     loss_agg_mode: str = "token-mean", config: Any = None, rollout_is_weights: Tensor | None = None,
+                     rollout_log_probs: Tensor | None = None, *, mask_low: float = 0.2, mask_high: float = 0.2,
+                     kl_coef: float = 1e-3, **kwargs) -> tuple[Tensor, dict[str, float]]:
     """VeRL policy loss: loss/dppo.py on `[bs, response_length]` tensors, aggregated as `loss_agg_mode` says.
 
-    The importance ratio is taken against the sampler's log-probs (`rollout_log_probs`) when VeRL passes
-    them, as composer-prime's trainer does, else against `old_log_prob`.
+    The importance ratio is taken against the sampler's log-probs when VeRL passes them
+    (`rollout_log_probs`, older VeRL), as composer-prime's trainer does, else against `old_log_prob`;
+    VeRL's rollout-correction weights (`rollout_is_weights`, pi_old / sampler) then scale each token's
+    loss, as VeRL's own losses apply them.
     """
     sampler = rollout_log_probs if rollout_log_probs is not None else old_log_prob
-    weights = _token_weights(response_mask, loss_agg_mode).to(log_prob.dtype)
+    batch_info = dict(getattr(config, "global_batch_info", None) or {})
+    weights = _token_weights(response_mask, loss_agg_mode, **batch_info).to(log_prob.dtype)
+    if rollout_is_weights is not None:
+        weights = weights * rollout_is_weights.detach()
     out = dppo_loss(LossInputs(trainer_logprobs=log_prob, inference_logprobs=sampler, ref_logprobs=None,
                                advantages=advantages, loss_mask=response_mask.bool(), loss_weights=weights),
                     mask_low=mask_low, mask_high=mask_high, kl_coef=kl_coef)

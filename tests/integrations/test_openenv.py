@@ -61,6 +61,8 @@ def test_a_reply_without_a_tool_call_ends_and_grades_the_episode(feature_deletio
         env.reset(task_id=TASK)
         result = env.step({"content": "I am done."})
         assert result.done and result.reward == 0.0
+        with pytest.raises(Exception, match="call reset first"):  # a graded episode takes no more actions
+            env.step(_call("run_tests", {}))
 
 
 def test_bad_requests_are_refused_with_a_clear_error(feature_deletion):

@@ -46,7 +46,7 @@ def test_policy_loss_equals_an_independent_float64_reference(mode):
     elif mode == "seq-mean-token-sum":
         expected = per_token.sum(-1).mean()
     else:
-        expected = (per_token.sum(-1) / mask.sum(-1).numpy()).mean()
+        expected = (per_token.sum(-1) / (mask.sum(-1).numpy() + 1e-8)).mean()  # VeRL's guard against empty rows
     assert loss.dtype == torch.float64
     assert abs(loss.item() - expected) < 1e-12
     assert 0 <= metrics["actor/masked"] <= 1 and metrics["actor/importance_ratio"] > 0
@@ -70,10 +70,32 @@ def test_without_rollout_log_probs_the_ratio_is_taken_against_old_log_prob():
     assert abs(loss.item() - expected) < 1e-12
 
 
-def test_an_unsupported_aggregation_is_a_one_line_error():
+def test_an_unknown_aggregation_is_a_one_line_error():
     old, current, advantages, mask, _ = _batch()
-    with pytest.raises(ValueError, match="seq-mean-token-sum-norm.*not supported"):
-        dppo_policy_loss(old, current, advantages, mask, "seq-mean-token-sum-norm")
+    with pytest.raises(ValueError, match="'per-token' is not one of VeRL's aggregations"):
+        dppo_policy_loss(old, current, advantages, mask, "per-token")
+
+
+class _Config:
+    """What VeRL's ActorConfig carries for the loss: the global batch of a data-parallel step."""
+
+    def __init__(self, **global_batch_info):
+        self.global_batch_info = global_batch_info
+
+
+def test_global_batch_normalisation_and_rollout_weights():
+    old, current, advantages, mask, sampler = _batch(3)
+    per_token = _reference_per_token(current, old, advantages) * mask.numpy()
+    # Rank 0 of 2 whose tokens are a third of the step's: VeRL's DDP averaging then sums to the global mean.
+    config = _Config(dp_size=2, batch_num_tokens=int(mask.sum()) * 3)
+    loss, _ = dppo_policy_loss(old, current, advantages, mask, "token-mean", config)
+    assert abs(loss.item() - per_token.sum() / (mask.sum().item() * 3) * 2) < 1e-12
+    config = _Config(dp_size=2, global_batch_size=12, loss_scale_factor=4)
+    loss, _ = dppo_policy_loss(old, current, advantages, mask, "seq-mean-token-sum-norm", config)
+    assert abs(loss.item() - per_token.sum() / 12 * 2 / 4) < 1e-12
+    weights = torch.rand(mask.shape, generator=torch.Generator().manual_seed(4), dtype=torch.float64) + 0.5
+    loss, _ = dppo_policy_loss(old, current, advantages, mask, "token-sum", rollout_is_weights=weights)
+    assert abs(loss.item() - (per_token * weights.numpy()).sum()) < 1e-12
 
 
 def test_advantage_is_reward_minus_group_mean():
@@ -97,3 +119,16 @@ def test_register_puts_both_in_verls_registries():
     register()
     assert core_algos.get_adv_estimator_fn(ADVANTAGE_NAME).func is group_advantage
     assert core_algos.get_policy_loss_fn(POLICY_LOSS_NAME).func is dppo_policy_loss
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-sum-norm",
+                                  "seq-mean-token-mean"])
+@pytest.mark.parametrize("batch_info", [{}, {"dp_size": 2, "batch_num_tokens": 60, "global_batch_size": 12,
+                                             "loss_scale_factor": 5}])
+def test_aggregation_equals_verls_own_agg_loss(mode, batch_info):
+    core_algos = pytest.importorskip("verl.trainer.ppo.core_algos")
+    old, current, advantages, mask, _ = _batch(5)
+    per_token = torch.from_numpy(_reference_per_token(current, old, advantages))
+    expected = core_algos.agg_loss(per_token, mask, mode, **batch_info)
+    loss, _ = dppo_policy_loss(old, current, advantages, mask, mode, _Config(**batch_info))
+    assert abs(loss.item() - expected.item()) < 1e-12

@@ -9,8 +9,9 @@ points; the functions themselves are VeRL-shaped wrappers of orchestrator/advant
 
 Not installable beside composer-prime, so there is no `verl` extra: verl >= 0.9 requires
 transformers >= 5.5.3 (composer-prime pins transformers < 5) and verl 0.5-0.8 require numpy < 2
-(verifiers 0.4 requires numpy >= 2.1). Install verl in its own environment with composer-prime
-`--no-deps` to use this module there.
+(verifiers 0.4 requires numpy >= 2.1). Install verl in its own environment and put composer-prime on its
+path to use this module there; tests/integrations/test_verl.py's VeRL-side tests (registries, `agg_loss`,
+a step through VeRL's `ppo_loss`) pass that way with verl 0.9.1 and skip where verl is absent.
 
 Channels 2 and 3 do not fit these registries: a VeRL policy loss receives per-token log-probs only, while
 hint distillation needs the teacher's and the student's full next-token distributions and the preference

@@ -112,11 +112,17 @@ def test_advantage_is_reward_minus_group_mean():
     assert torch.all(advantages[1, 2:] == 0)  # nothing past a response's end
 
 
-def test_register_puts_both_in_verls_registries():
+@pytest.fixture(scope="module")
+def core_algos():
+    """verl's registries with ours registered (once: VeRL refuses a second, different estimator of one name)."""
     core_algos = pytest.importorskip("verl.trainer.ppo.core_algos")
     from composer_prime.integrations.verl import register
 
     register()
+    return core_algos
+
+
+def test_register_puts_both_in_verls_registries(core_algos):
     assert core_algos.get_adv_estimator_fn(ADVANTAGE_NAME).func is group_advantage
     assert core_algos.get_policy_loss_fn(POLICY_LOSS_NAME).func is dppo_policy_loss
 
@@ -125,10 +131,60 @@ def test_register_puts_both_in_verls_registries():
                                   "seq-mean-token-mean"])
 @pytest.mark.parametrize("batch_info", [{}, {"dp_size": 2, "batch_num_tokens": 60, "global_batch_size": 12,
                                              "loss_scale_factor": 5}])
-def test_aggregation_equals_verls_own_agg_loss(mode, batch_info):
-    core_algos = pytest.importorskip("verl.trainer.ppo.core_algos")
+def test_aggregation_equals_verls_own_agg_loss(core_algos, mode, batch_info):
     old, current, advantages, mask, _ = _batch(5)
     per_token = torch.from_numpy(_reference_per_token(current, old, advantages))
     expected = core_algos.agg_loss(per_token, mask, mode, **batch_info)
     loss, _ = dppo_policy_loss(old, current, advantages, mask, mode, _Config(**batch_info))
     assert abs(loss.item() - expected.item()) < 1e-12
+
+
+def test_verls_own_ppo_loss_takes_a_training_step_with_composer_dppo(core_algos):
+    """VeRL's engine-worker loss (`verl.workers.utils.losses.ppo_loss`) on a real model's log-probs, then AdamW."""
+    losses = pytest.importorskip("verl.workers.utils.losses")
+    from pathlib import Path
+
+    from tensordict import TensorDict
+    from transformers import AutoModelForCausalLM
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.config import ActorConfig
+    from verl.workers.utils.padding import no_padding_2_padding
+
+    model = AutoModelForCausalLM.from_pretrained(Path(__file__).parents[2] / "configs" / "composed" / "warmstart")
+    prompts, responses = [[5, 6, 7], [8, 9, 10, 11]], [[12, 13, 14, 15], [16, 17]]
+    width_p, width_r = max(map(len, prompts)), max(map(len, responses))
+    prompt_ids = torch.zeros(2, width_p, dtype=torch.long)
+    response_ids = torch.zeros(2, width_r, dtype=torch.long)
+    attention = torch.zeros(2, width_p + width_r, dtype=torch.long)
+    for i, (p, r) in enumerate(zip(prompts, responses)):  # VeRL's layout: prompts left-padded, responses right-padded
+        prompt_ids[i, width_p - len(p):] = torch.tensor(p)
+        response_ids[i, : len(r)] = torch.tensor(r)
+        attention[i, width_p - len(p): width_p + len(r)] = 1
+
+    def flat_logprobs():  # VeRL's unpadded model output: at each token, the log-prob of the next one
+        out = []
+        for p, r in zip(prompts, responses):
+            ids = torch.tensor(p + r)
+            logps = torch.log_softmax(model(input_ids=ids[None]).logits[0], -1)
+            out.append(logps.gather(-1, torch.roll(ids, -1)[:, None])[:, 0])
+        return torch.cat(out)
+
+    base = TensorDict({"prompts": prompt_ids, "responses": response_ids, "attention_mask": attention}, batch_size=[2])
+    with torch.no_grad():
+        old = no_padding_2_padding(flat_logprobs(), base)
+    mask = attention[:, width_p:].float()
+    data = TensorDict({"prompts": prompt_ids, "responses": response_ids, "attention_mask": attention,
+                       "response_mask": mask, "old_log_probs": old,
+                       "advantages": torch.tensor([[1.0], [-1.0]]) * mask}, batch_size=[2])
+    tu.assign_non_tensor(data, dp_size=1, batch_num_tokens=None, global_batch_size=None)
+    config = ActorConfig(strategy="fsdp", ppo_mini_batch_size=2, ppo_micro_batch_size_per_gpu=2, rollout_n=1,
+                         policy_loss={"loss_mode": POLICY_LOSS_NAME})
+
+    before = [p.detach().clone() for p in model.parameters()]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loss, metrics = losses.ppo_loss(config, {"log_probs": flat_logprobs()}, data)
+    # On-policy (ratio 1, nothing masked): the token mean of -A over the 6 response tokens.
+    assert abs(loss.item() - (-(4 * 1.0 + 2 * -1.0) / 6)) < 1e-6
+    loss.backward()
+    optimizer.step()
+    assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))

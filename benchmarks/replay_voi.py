@@ -70,6 +70,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # name -> (seed, most SFT steps); training stops at the step chosen by held-out score (see the docstring)
 SFT_MODELS = {"student": (6, 2000), "alpha": (1, 4000), "beta": (2, 4000), "gamma": (3, 4000)}
 SAVE_EVERY = 100
+STUDENT_BAND, TEACHER_MARGIN = (0.6, 0.85), 0.1
 
 
 def held_out_exact(model: Path, work: Path) -> float:
@@ -151,9 +152,9 @@ def main() -> None:
                         help="agreement.similarity: below 1, answers this close (difflib ratio) count as the same")
     parser.add_argument("--sft-models", type=Path, default=None,
                         help="directory of the SFT student and teachers (built there on first use)")
-    parser.add_argument("--student-band", type=float, nargs=2, default=(0.6, 0.85), metavar=("LOW", "HIGH"),
+    parser.add_argument("--student-band", type=float, nargs=2, default=STUDENT_BAND, metavar=("LOW", "HIGH"),
                         help="with --sft-models: the student's held-out greedy exact match must fall in this band")
-    parser.add_argument("--teacher-margin", type=float, default=0.1,
+    parser.add_argument("--teacher-margin", type=float, default=TEACHER_MARGIN,
                         help="with --sft-models: each teacher's held-out exact match must beat the student's by this")
     parser.add_argument("--tiered", action="store_true",
                         help="also run with the first teacher in tier 0 and the others in tier 1, ungated and gated")

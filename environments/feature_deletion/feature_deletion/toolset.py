@@ -108,13 +108,21 @@ class FeatureDeletionToolset(vf.Toolset[FeatureDeletionToolsetConfig, FeatureDel
         return self._call("submit")
 
 
+def _untitled(schema: Any) -> Any:
+    """A JSON schema without pydantic's generated `title`s (names again, in prompt tokens); property names stay."""
+    if not isinstance(schema, dict):
+        return [_untitled(s) for s in schema] if isinstance(schema, list) else schema
+    return {k: ({name: _untitled(v) for name, v in value.items()} if k == "properties" else _untitled(value))
+            for k, value in schema.items() if k != "title"}
+
+
 def _schemas() -> list[dict[str, Any]]:
     """OpenAI function schemas of the declared tools (in TOOL_NAMES order), built by the MCP code that serves them."""
     order = {name: i for i, name in enumerate(TOOL_NAMES)}
     declared = discover_decorated(FeatureDeletionToolset(FeatureDeletionToolsetConfig()), "tool")
     tools = [Tool.from_function(fn) for fn in sorted(declared, key=lambda fn: order.get(fn.__name__, len(order)))]
-    return [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-            for t in tools]
+    return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": _untitled(t.parameters)}} for t in tools]
 
 
 TOOL_SCHEMAS: list[dict[str, Any]] = _schemas()

@@ -37,11 +37,13 @@ def _prime_cli() -> str | None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_prime_cli() is None, reason="the `prime` CLI (PyPI `prime`) is not installed: "
-                    "`uv venv /tmp/prime && uv pip install --python /tmp/prime/bin/python prime`, then PRIME_CLI=/tmp/prime/bin/prime")
+@pytest.mark.skipif(_prime_cli() is None, reason=(
+    "the `prime` CLI (PyPI `prime`) is not installed: `uv venv /tmp/prime && "
+    "uv pip install --python /tmp/prime/bin/python prime`, then PRIME_CLI=/tmp/prime/bin/prime"))
 @pytest.mark.parametrize("package", PACKAGES)
 def test_prime_env_push_passes_its_local_checks_and_stops_at_login(package, tmp_path):
-    copy = shutil.copytree(ENVIRONMENTS / package, tmp_path / package, ignore=shutil.ignore_patterns("dist", "__pycache__"))
+    copy = shutil.copytree(ENVIRONMENTS / package, tmp_path / package,
+                           ignore=shutil.ignore_patterns("dist", "__pycache__"))
     # A fresh HOME: no saved login, so the CLI stops before its first request; uv builds from its cache, offline.
     (tmp_path / "home").mkdir()
     cache = subprocess.run(["uv", "cache", "dir"], capture_output=True, text=True, check=True).stdout.strip()

@@ -102,7 +102,8 @@ def make_app(scripts: dict[str, list[Step]]):
             message["tool_calls"] = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
                                       "function": {"name": step["tool"], "arguments": args}}]
             finish = "tool_calls"
-        head = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "created": int(time.time()), "model": body.get("model", "scripted")}
+        head = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "created": int(time.time()),
+                "model": body.get("model", "scripted")}
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         if body.get("stream"):
             return _stream(head, message, finish, usage)

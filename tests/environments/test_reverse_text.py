@@ -55,7 +55,7 @@ def test_builds_a_hub_ready_wheel(tmp_path):
         names = zf.namelist()
         metadata = zf.read(next(n for n in names if n.endswith("METADATA"))).decode()
     assert "reverse_text/__init__.py" in names and "reverse_text/taskset.py" in names
-    assert "Requires-Dist: verifiers>=0.4.0" in metadata
+    assert "Requires-Dist: verifiers<0.5,>=0.4.0" in metadata
     assert "# reverse-text" in metadata  # the README travels as the long description
 
 

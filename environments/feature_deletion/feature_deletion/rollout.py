@@ -24,7 +24,8 @@ from feature_deletion.grading import Grade, grade
 from feature_deletion.sandbox import Limits
 from feature_deletion.scope import Invalid
 from feature_deletion.task import TaskRow, runner_for
-from feature_deletion.tools import TOOL_SCHEMAS, Workspace
+from feature_deletion.tools import Workspace, error_record
+from feature_deletion.toolset import TOOL_SCHEMAS
 
 SYSTEM_PROMPT = (
     "You are a software engineer working in a Python repository through tools. Inspect the code, rebuild the "
@@ -60,6 +61,19 @@ class SessionOutcome:
     metrics: dict[str, float]
     errors: list[dict[str, Any]]
     grade: dict[str, Any]
+
+
+def session_outcome(result: Grade, errors: list[dict[str, Any]], tool_calls: int, submitted: bool, last_turn: int,
+                    turns: int) -> SessionOutcome:
+    """The reward, metrics and errors of a graded rollout: the one scoring of both drivers (ToolSession here,
+    the verifiers task's reward and metric under vf-eval)."""
+    invalid = [error_record("invalid_submission", last_turn, Invalid.model_validate(r).text()) for r in result.invalid]
+    errors = [*errors, *invalid]
+    metrics = result.metrics() | {
+        "turns": float(turns), "tool_calls": float(tool_calls), "tool_errors": float(len(errors)),
+        "submitted": float(submitted), "ignored_changes": float(len(result.ignored)),
+    }
+    return SessionOutcome(reward=result.reward, metrics=metrics, errors=errors, grade=result.to_dict())
 
 
 class ToolSession:
@@ -102,14 +116,10 @@ class ToolSession:
         """Grade the workspace; every reason the submission was invalid is recorded on `last_turn` (the last
         assistant message) as an `invalid_submission` error whose message starts with the reason's code."""
         ws = self.workspace
-        result: Grade = grade(self.row, self.tasks_dir, ws.root, self.runner, self.limits, self.isolation)
-        for record in result.invalid:
-            ws.record("invalid_submission", last_turn, Invalid.model_validate(record).text())
-        metrics = result.metrics() | {
-            "turns": float(turns), "tool_calls": float(ws.tool_calls), "tool_errors": float(len(ws.errors)),
-            "submitted": float(ws.submitted), "ignored_changes": float(len(result.ignored)),
-        }
-        return SessionOutcome(reward=result.reward, metrics=metrics, errors=list(ws.errors), grade=result.to_dict())
+        result = grade(self.row, self.tasks_dir, ws.root, self.runner, self.limits, self.isolation)
+        outcome = session_outcome(result, ws.errors, ws.tool_calls, ws.submitted, last_turn, turns)
+        ws.errors[:] = outcome.errors
+        return outcome
 
     def close(self) -> None:
         self.workspace.close()

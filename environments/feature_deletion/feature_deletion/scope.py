@@ -14,6 +14,7 @@ invalid before any of its code runs.
 from __future__ import annotations
 
 import ast
+import threading
 from collections import Counter
 from collections.abc import Iterator
 
@@ -305,6 +306,17 @@ class FileScope:
                     "reflection, runtime patching, dynamic code and the interpreter's internals are not allowed")))
 
 
+# CPython 3.11's AST constructor tracks its recursion depth in per-interpreter state, not per thread: two threads
+# parsing at once can fail with "SystemError: AST constructor recursion depth mismatch" (seen when verifiers
+# scored concurrent rollouts in threads). Parses here take turns.
+_PARSE_LOCK = threading.Lock()
+
+
+def _parse(source: str, filename: str = "<unknown>") -> ast.Module:
+    with _PARSE_LOCK:
+        return ast.parse(source, filename=filename)
+
+
 def check_scope(row: TaskRow, changes: dict[str, bytes | None]) -> list[Invalid]:
     """Why the agent's source changes are out of scope (empty: in scope)."""
     errors: list[Invalid] = []
@@ -320,10 +332,10 @@ def check_scope(row: TaskRow, changes: dict[str, bytes | None]) -> list[Invalid]
             errors.append(Invalid(code="file_removed", file=rel, message="a file of the task was removed"))
             continue
         try:
-            agent = ast.parse(content.decode("utf-8"), filename=rel)
+            agent = _parse(content.decode("utf-8"), filename=rel)
         except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
             errors.append(Invalid(code="syntax_error", file=rel, line=getattr(exc, "lineno", None),
                                   message=f"{type(exc).__name__}: {exc}"))
             continue
-        FileScope(rel, ast.parse(row.gold_files[rel]), by_file.get(rel, {}), errors).check(agent)
+        FileScope(rel, _parse(row.gold_files[rel]), by_file.get(rel, {}), errors).check(agent)
     return errors

@@ -1,14 +1,27 @@
 """The verifiers v1 taskset: one task per row of a tasks JSONL built by `fd-build`.
 
-Rollouts run through `feature_deletion.rollout.run_rollout` (tools + sandbox + grading), or turn by
-turn through the session a Task opens (`task.open_session()`, what an RL orchestrator drives); the
-Task's `validate` hook gives `vf-validate` a model-free check (gold scores 1, untouched 0).
+Two drivers, one implementation of tools and reward. Under verifiers' own runners (`vf-eval`,
+`vf-validate`) a rollout gets the task's toolset (feature_deletion.toolset, served over MCP), the
+`submitted` stop, and the task's reward and metrics below, which grade the agent's changes the
+toolset reports in the rollout's state. An RL orchestrator that renders and samples tokens itself
+drives the same tools turn by turn through `task.open_session()` (feature_deletion.rollout). Both
+grade with `grading.grade` and score with `rollout.session_outcome`. The `validate` hook gives
+`vf-validate` its model-free check (gold scores 1, untouched 0).
+
+Train/eval split, by source file: a task is held out for eval iff the file its definitions were
+deleted from ("package/path") hashes into the eval bucket (1 in 8 files), so no eval task deletes a
+definition from a file a training task deletes from. A task deleting from several files is
+eval only when all of them are eval files, train only when none is, and in neither split when
+mixed. Training repositories of the same package still hold eval files intact; a split by package
+would also hide those, and needs more packages than the four bundled.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,9 +29,10 @@ import verifiers.v1 as vf
 from pydantic import Field
 
 from feature_deletion.grading import grade
-from feature_deletion.rollout import SYSTEM_PROMPT, ToolSession
+from feature_deletion.rollout import SYSTEM_PROMPT, SessionOutcome, ToolSession, session_outcome
 from feature_deletion.sandbox import IsolationUnavailable, probe_isolation
 from feature_deletion.task import TaskRow, load_rows, runner_for
+from feature_deletion.toolset import FeatureDeletionState, FeatureDeletionToolset, FeatureDeletionToolsetConfig
 
 logger = logging.getLogger(__name__)
 DATA = Path(__file__).parent / "data"
@@ -26,8 +40,15 @@ DEFAULT_TASKS = DATA / "tasks.jsonl.xz"
 EVAL_BUCKETS = 8
 
 
-def split_of(task_id: str) -> Literal["train", "eval"]:
-    return "eval" if hashlib.sha256(task_id.encode()).digest()[0] % EVAL_BUCKETS == 0 else "train"
+def file_split(package: str, file: str) -> Literal["train", "eval"]:
+    """The split of one source file of a package."""
+    return "eval" if hashlib.sha256(f"{package}/{file}".encode()).digest()[0] % EVAL_BUCKETS == 0 else "train"
+
+
+def split_of(row: TaskRow) -> Literal["train", "eval"] | None:
+    """The task's split: that of the files it deletes from; None when they disagree (the task is in neither)."""
+    splits = {file_split(row.package, t.file) for t in row.deletion.targets}
+    return splits.pop() if len(splits) == 1 else None
 
 
 class FeatureDeletionData(vf.TaskData):
@@ -39,7 +60,11 @@ class FeatureDeletionData(vf.TaskData):
     """How the task's sessions run agent code (the taskset's `isolation`)."""
 
 
-class FeatureDeletionTask(vf.Task[FeatureDeletionData]):
+class FeatureDeletionTask(vf.Task[FeatureDeletionData, FeatureDeletionState]):
+    def __init__(self, data: FeatureDeletionData, config: vf.TaskConfig | None = None):
+        super().__init__(data, config)
+        self._graded: dict[str, asyncio.Future[SessionOutcome]] = {}
+
     @property
     def row(self) -> TaskRow:
         return TaskRow.model_validate(self.data.row)
@@ -51,6 +76,40 @@ class FeatureDeletionTask(vf.Task[FeatureDeletionData]):
     def open_session(self) -> ToolSession:
         """A fresh workspace with the tools over it, for one rollout; close it when done."""
         return ToolSession(self.row, Path(self.data.tasks_dir), isolation=self.data.isolation)
+
+    @classmethod
+    def toolsets(cls, config) -> list[vf.Toolset]:
+        return [FeatureDeletionToolset(FeatureDeletionToolsetConfig())]
+
+    @vf.stop
+    async def submitted(self, trace: vf.Trace) -> bool:
+        """The agent called submit: the rollout ends and its changes are graded."""
+        return trace.state.submitted
+
+    @vf.metric
+    async def grading(self, trace: vf.Trace) -> dict[str, float]:
+        """F2P/P2P counts, tool calls and errors, turns (rollout.session_outcome's metrics)."""
+        return (await self._outcome(trace)).metrics
+
+    @vf.reward(weight=1.0)
+    async def tests_pass(self, trace: vf.Trace) -> float:
+        """1 when every F2P and P2P test passes; the F2P fraction with all P2P passing; else 0."""
+        outcome = await self._outcome(trace)
+        self._graded.pop(trace.id, None)
+        return outcome.reward
+
+    async def _outcome(self, trace: vf.Trace) -> SessionOutcome:
+        # verifiers scores metrics before rewards: one grading serves both, kept until the reward has read it.
+        if trace.id not in self._graded:
+            self._graded[trace.id] = asyncio.ensure_future(asyncio.to_thread(self._grade, trace.state, trace.num_turns))
+        return await self._graded[trace.id]
+
+    def _grade(self, state: FeatureDeletionState, turns: int) -> SessionOutcome:
+        row = self.row
+        result = grade(row, Path(self.data.tasks_dir), None, runner_for(row), isolation=self.data.isolation,
+                       changes=dict(state.changes))
+        result = replace(result, ignored=list(state.ignored))
+        return session_outcome(result, state.errors, state.tool_calls, state.submitted, state.tool_calls, turns)
 
     async def validate(self, runtime=None) -> bool | None:
         """Gold patch scores 1.0 and the untouched task 0.0 (in the local sandbox)."""
@@ -65,7 +124,7 @@ class FeatureDeletionConfig(vf.TasksetConfig):
     tasks_path: str | None = None
     """Tasks JSONL from fd-build; default: the tasks bundled with the package."""
     split: Literal["train", "eval"] = "train"
-    """Which split; a task id's hash decides (1 in 8 goes to eval)."""
+    """Which split; the hash of the source file a task deletes from decides (1 in 8 files goes to eval)."""
     num_examples: int | None = Field(None, ge=1)
     """Keep at most this many tasks (file order)."""
     isolation: Literal["namespace", "none"] = "namespace"
@@ -89,7 +148,7 @@ class FeatureDeletionTaskset(vf.Taskset[FeatureDeletionTask, FeatureDeletionConf
             logger.warning(p)
         if problems:
             logger.warning("%d malformed task rows skipped", len(problems))
-        rows = [r for r in rows if split_of(r.id) == config.split]
+        rows = [r for r in rows if split_of(r) == config.split]
         if config.num_examples is not None:
             rows = rows[: config.num_examples]
         return [

@@ -34,36 +34,13 @@ class ToolError(Exception):
         self.kind = kind
 
 
-TOOL_SCHEMAS: list[dict[str, Any]] = [
-    {"type": "function", "function": {
-        "name": "list_dir", "description": "List a directory of the repository (relative path, default the root).",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": []}}},
-    {"type": "function", "function": {
-        "name": "read_file", "description": "Read a text file with line numbers; optional 1-based inclusive line range.",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "start_line": {"type": "integer"},
-                                                         "end_line": {"type": "integer"}}, "required": ["path"]}}},
-    {"type": "function", "function": {
-        "name": "search", "description": "Regex search over the repository's text files; returns file:line: text.",
-        "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
-                       "required": ["pattern"]}}},
-    {"type": "function", "function": {
-        "name": "edit_file", "description": "Replace the exact text old_text (which must occur exactly once) with new_text.",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"},
-                                                         "new_text": {"type": "string"}},
-                       "required": ["path", "old_text", "new_text"]}}},
-    {"type": "function", "function": {
-        "name": "write_file", "description": "Create or overwrite a file with content.",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-                       "required": ["path", "content"]}}},
-    {"type": "function", "function": {
-        "name": "run_tests", "description": "Run the test suite, or only the given pytest node ids/paths, in the sandbox.",
-        "parameters": {"type": "object", "properties": {"tests": {"type": "array", "items": {"type": "string"}}},
-                       "required": []}}},
-    {"type": "function", "function": {
-        "name": "submit", "description": "Finish: your current source changes are graded.",
-        "parameters": {"type": "object", "properties": {}, "required": []}}},
-]
-TOOL_NAMES = {t["function"]["name"] for t in TOOL_SCHEMAS}
+# The Workspace methods a tool call may reach; their declarations (names, descriptions, argument schemas) are
+# feature_deletion.toolset's, the only ones.
+TOOL_NAMES = ("list_dir", "read_file", "search", "edit_file", "write_file", "run_tests", "submit")
+
+
+def error_record(kind: str, turn: int, message: str, tool: str | None = None) -> dict[str, Any]:
+    return {"kind": kind, "turn": turn, "message": message[:500], "tool": tool}
 
 
 @dataclass
@@ -98,7 +75,7 @@ class Workspace:
 
     # -- errors
     def record(self, kind: str, turn: int, message: str, tool: str | None = None) -> None:
-        self.errors.append({"kind": kind, "turn": turn, "message": message[:500], "tool": tool})
+        self.errors.append(error_record(kind, turn, message, tool))
 
     # -- dispatch
     def call(self, name: str, arguments: str | dict | None, turn: int) -> str:
@@ -107,7 +84,7 @@ class Workspace:
         self.tool_calls += 1
         try:
             if name not in TOOL_NAMES:
-                raise ToolError(f"unknown tool {name!r}; tools: {', '.join(sorted(TOOL_NAMES))}", "malformed_tool_call")
+                raise ToolError(f"unknown tool {name!r}; tools: {', '.join(TOOL_NAMES)}", "malformed_tool_call")
             if isinstance(arguments, str):
                 try:
                     args = json.loads(arguments or "{}")

@@ -48,7 +48,7 @@ def test_scripted_policy_through_the_whole_rl_loop(tiny_tasks, policy, tmp_path)
     from feature_deletion.taskset import split_of
 
     rows, tasks_dir, _ = tiny_tasks
-    train = [r for r in rows if split_of(r.id) == "train"][: len(SCRIPTS)]
+    train = [r for r in rows if split_of(r) == "train"][: len(SCRIPTS)]
     assert len(train) == len(SCRIPTS), "the tiny package should give at least three train tasks"
     script_of = {row.id: script for row, script in zip(train, SCRIPTS, strict=True)}
     tasks = str(Path(tasks_dir) / "tasks.jsonl")

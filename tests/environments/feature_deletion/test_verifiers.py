@@ -1,0 +1,90 @@
+"""feature-deletion under verifiers' own runners: `vf-eval` (multi-turn tool rollouts over the task's MCP toolset
+against an OpenAI-compatible server on 127.0.0.1) and `vf-validate` (gold 1, untouched 0), as real subprocesses."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from feature_deletion.scripted_agent import ScriptedServer, gold_script
+from feature_deletion.taskset import FeatureDeletionConfig, FeatureDeletionTask, FeatureDeletionTaskset
+from feature_deletion.tools import TOOL_NAMES, Workspace
+from feature_deletion.toolset import TOOL_SCHEMAS
+
+BIN = Path(sys.executable).parent
+GRADING_METRICS = {"f2p_passed", "f2p_total", "p2p_passed", "p2p_total", "tool_calls", "tool_errors", "turns"}
+
+
+def test_the_task_declares_rewards_metrics_tools_and_a_stop(tiny_tasks):
+    _, out, _ = tiny_tasks
+    task = next(iter(FeatureDeletionTaskset(FeatureDeletionConfig(tasks_path=str(out / "tasks.jsonl")))))
+    assert [fn.__name__ for fn in task.hooks("reward")] == ["tests_pass"]
+    assert [fn.__name__ for fn in task.hooks("metric")] == ["grading"]
+    assert [fn.__name__ for fn in task.hooks("stop")] == ["submitted"]
+    assert [type(t).__name__ for t in FeatureDeletionTask.toolsets(task.config)] == ["FeatureDeletionToolset"]
+
+
+def test_tool_schemas_are_the_toolsets_declarations_of_the_workspaces_tools():
+    assert tuple(t["function"]["name"] for t in TOOL_SCHEMAS) == TOOL_NAMES
+    for tool in TOOL_SCHEMAS:
+        fn = tool["function"]
+        params = [p for p in inspect.signature(getattr(Workspace, fn["name"])).parameters if p != "self"]
+        assert list(fn["parameters"]["properties"]) == params and fn["description"]
+    run_tests = next(t["function"]["parameters"] for t in TOOL_SCHEMAS if t["function"]["name"] == "run_tests")
+    assert run_tests["properties"]["tests"]["anyOf"][0] == {"type": "array", "items": {"type": "string"}}
+
+
+def _traces(out: Path) -> dict[str, dict]:
+    (path,) = out.glob("**/traces.jsonl")
+    episodes = [json.loads(line) for line in path.read_text().splitlines()]
+    return {e["traces"][0]["task"]["data"]["id"]: e["traces"][0] for e in episodes}
+
+
+@pytest.mark.slow
+def test_vf_eval_runs_multi_turn_tool_rollouts_gold_1_noop_0(tiny_tasks, tmp_path):
+    rows, tasks_dir, _ = tiny_tasks
+    gold, noop, stumbling = rows[:3]
+    # Two failures inside the tools (a missing file, a path out of the repository), then the gold script.
+    stumble = [{"tool": "read_file", "args": {"path": "no/such.py"}},
+               {"tool": "read_file", "args": {"path": "../../etc/passwd"}}, *gold_script(stumbling)]
+    custom = {noop.id: [{"tool": "submit", "args": {}}], stumbling.id: stumble}
+    with ScriptedServer(rows, script="gold", custom=custom) as server:
+        command = [str(BIN / "vf-eval"), "feature-deletion", "-m", "scripted", "--client.base-url", server.base_url,
+                   "--client.api-key-var", "FD_TEST_NO_KEY", "--env.agent.runtime.type", "subprocess", "--no-push",
+                   "--env.taskset.tasks-path", str(tasks_dir / "tasks.jsonl"), "-n", "3", "-o", str(tmp_path)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    traces = _traces(tmp_path)
+    assert set(traces) == {gold.id, noop.id, stumbling.id}
+    for trace in traces.values():
+        assert set(trace["rewards"]) == {"tests_pass"} and GRADING_METRICS <= set(trace["metrics"])
+    reward = {tid: t["rewards"]["tests_pass"]["score"] for tid, t in traces.items()}
+    assert reward == {gold.id: 1.0, noop.id: 0.0, stumbling.id: 1.0}
+    g, n, s = (traces[r.id]["metrics"] for r in (gold, noop, stumbling))
+    assert g["f2p_passed"] == len(gold.f2p) and g["p2p_passed"] == len(gold.p2p) and g["tool_errors"] == 0
+    assert g["tool_calls"] == len(gold_script(gold)) and traces[gold.id]["stop_condition"] == "submitted"
+    assert n["f2p_passed"] == 0 and n["tool_calls"] == 1 and n["submitted"] == 1
+    assert s["tool_errors"] == 2 and s["tool_calls"] == len(stumble)
+    called = [c["name"] for node in traces[gold.id]["nodes"] for c in (node["message"].get("tool_calls") or [])]
+    assert called == [step["tool"] for step in gold_script(gold)]
+
+
+@pytest.mark.slow
+def test_vf_validate_gold_valid_untouched_scores_0(tiny_tasks, tmp_path):
+    _, tasks_dir, _ = tiny_tasks
+    command = [str(BIN / "vf-validate"), "feature-deletion", "--runtime.type", "subprocess",
+               "--taskset.tasks-path", str(tasks_dir / "tasks.jsonl"), "--taskset.num-examples", "2",
+               "-o", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (results,) = tmp_path.glob("**/results.jsonl")
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["gold"]["valid"] is True and row["noop"]["valid"] is True
+        # The rewards dict is what vf-validate reported empty before the task declared its reward.
+        assert row["noop"]["rewards"] == {"tests_pass": 0.0} and row["noop"]["reward"] == 0.0

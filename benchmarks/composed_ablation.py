@@ -52,10 +52,10 @@ from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.config import InferenceConfig, TransformersBackendConfig
 from composer_prime.model.load import load_tokenizer
-from composer_prime.orchestrator.config import EnvConfig
-from composer_prime.orchestrator.envs import load_environment
+from composer_prime.rollout.config import EnvConfig
+from composer_prime.rollout.envs import load_environment
 from composer_prime.orchestrator.hint_sites import build_hint_sites, rollouts_of
-from composer_prime.orchestrator.rollout import request_seed, rollout_group
+from composer_prime.rollout.single_turn import request_seed, rollout_group
 from composer_prime.utils.metrics import read_metrics
 from composer_prime.utils.net import free_port
 

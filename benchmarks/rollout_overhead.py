@@ -27,11 +27,12 @@ from composer_prime.inference.config import InferenceConfig
 from composer_prime.model.load import load_tokenizer
 from composer_prime.model.tiny import TinyModelConfig, build
 from composer_prime.orchestrator.advantage import compute_advantages
-from composer_prime.orchestrator.config import AdvantageConfig, EnvConfig
-from composer_prime.orchestrator.envs import load_environment
+from composer_prime.orchestrator.config import AdvantageConfig
+from composer_prime.rollout.config import EnvConfig
+from composer_prime.rollout.envs import load_environment
 from composer_prime.orchestrator.packing import Sample, pack_step
-from composer_prime.orchestrator.rollout import rollout_group
-from composer_prime.orchestrator.steps import write_step
+from composer_prime.rollout.single_turn import rollout_group
+from composer_prime.orchestrator.step_io import write_step
 from composer_prime.utils.net import free_port
 
 

@@ -8,18 +8,18 @@ Off-policy contract (N = batch / trainer step, versions as in composer_prime/wei
   `dropped/off_policy_groups`) and re-sampled, same prompt, once inference serves a recent enough version;
 - a watcher loads every newly published version into inference at once, even in the middle of a step.
 
-Resume: the next step is 1 + the highest step complete on disk (steps.py) and prompts depend only
+Resume: the next step is 1 + the highest step complete on disk (step_io.py) and prompts depend only
 on (seed, step), so a killed and restarted orchestrator neither repeats nor skips a step.
 
-Tool environments (a task that opens tool sessions, envs.py): each rollout is a multi-turn
-conversation the orchestrator drives token by token (multiturn.py); only its sampled turns train.
+Tool environments (a task that opens tool sessions, rollout/envs.py): each rollout is a multi-turn
+conversation the orchestrator drives token by token (rollout/multi_turn.py); only its sampled turns train.
 
 Volunteer workers (source = "workers"): no inference server; verified rollouts from workers
 become the steps instead (volunteers.py).
 
 Eval (eval.num_examples > 0): the task's own verdict (e.g. exact match), pass@k, reward and answer length
 on held-out prompts at the start (served version), every eval.interval steps, and at the end on version
-max_steps, sampled at eval.temperature and greedily; then the headline (eval.headline), with a
+max_steps, sampled at eval.temperature and greedily; then the headline (heldout.headline), with a
 warning when the reward rose while the verdict fell.
 """
 
@@ -40,19 +40,19 @@ from transformers import PreTrainedTokenizerBase
 from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
 from composer_prime.errors import UserError
-from composer_prime.eval.evaluate import evaluate, held_out_examples
-from composer_prime.eval.headline import headline
+from composer_prime.heldout.evaluate import evaluate, held_out_examples
+from composer_prime.heldout.headline import headline
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
 from composer_prime.orchestrator.advantage import compute_advantages
 from composer_prime.orchestrator.config import OrchestratorConfig
 from composer_prime.hints.writer import make_hint_writer
-from composer_prime.orchestrator.envs import Environment, Example, load_environment
+from composer_prime.rollout.envs import Environment, Example, load_environment
 from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites, rollouts_of
-from composer_prime.orchestrator.multiturn import ToolGroup, tool_rollout_group
+from composer_prime.rollout.multi_turn import ToolGroup, tool_rollout_group
 from composer_prime.orchestrator.packing import pack_step
-from composer_prime.orchestrator.rollout import Group, answer_lengths, prompt_index, request_seed, rollout_group
-from composer_prime.orchestrator.steps import log_unlogged_steps, mirror_missing, next_step, write_step
+from composer_prime.rollout.single_turn import Group, answer_lengths, prompt_index, request_seed, rollout_group
+from composer_prime.orchestrator.step_io import log_unlogged_steps, mirror_missing, next_step, write_step
 from composer_prime.orchestrator.weight_sync import WeightSync
 from composer_prime.traces import write_traces
 from composer_prime.utils.metrics import MetricsLogger, read_metrics

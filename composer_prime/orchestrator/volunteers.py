@@ -1,6 +1,6 @@
 """Rollouts from volunteer workers (`orchestrator.source = "workers"`), verified before they train.
 
-The orchestrator hosts the run's coordinator (worker/coordinator.py: /join, /heartbeat, /workers),
+The orchestrator hosts the run's coordinator (coordinator/app.py: /join, /heartbeat, /workers),
 so the process that bans a worker (the verifier) is the one that answers its next heartbeat. Per
 step it:
   1. waits for weight version >= N-1-async_level (the lead trainer's versions, as with inference);
@@ -33,7 +33,7 @@ from composer_prime.errors import UserError
 from composer_prime.orchestrator.advantage import compute_advantages
 from composer_prime.orchestrator.config import OrchestratorConfig
 from composer_prime.orchestrator.packing import Sample, pack_step
-from composer_prime.orchestrator.steps import completed_steps, log_unlogged_steps, next_step, write_step
+from composer_prime.orchestrator.step_io import completed_steps, log_unlogged_steps, next_step, write_step
 from composer_prime.utils.fs import atomic_write_bytes
 from composer_prime.utils.metrics import MetricsLogger
 from composer_prime.utils.serve import ServedApp
@@ -43,8 +43,8 @@ from composer_prime.verify.registry import WorkerRegistry
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.verifier import Decision, RolloutVerifier
 from composer_prime.weights import latest_version, version_dir
-from composer_prime.worker.coordinator import create_coordinator_app
-from composer_prime.worker.protocol import JoinResponse
+from composer_prime.coordinator.app import create_coordinator_app
+from composer_prime.coordinator.protocol import JoinResponse
 
 logger = logging.getLogger(__name__)
 POOL_SCHEMA = 1

@@ -36,7 +36,7 @@ from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.toploc import build_proofs, require_toploc
 from composer_prime.worker.config import WorkerConfig
 from composer_prime.worker.journal import Journal
-from composer_prime.worker.protocol import (
+from composer_prime.coordinator.protocol import (
     Heartbeat,
     HeartbeatResponse,
     JoinRequest,
@@ -127,8 +127,8 @@ class Worker:
 
         from composer_prime.inference.backend import make_backend
         from composer_prime.inference.config import InferenceConfig
-        from composer_prime.orchestrator.config import EnvConfig
-        from composer_prime.orchestrator.envs import load_environment
+        from composer_prime.rollout.config import EnvConfig
+        from composer_prime.rollout.envs import load_environment
 
         info = await self.join()
         store = Store(info.store_url, info.store_endpoint_url)

@@ -11,10 +11,11 @@ from safetensors.torch import load_file
 from composer_prime.config import ModelConfig
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
-from composer_prime.orchestrator.config import AdvantageConfig, EvalConfig, OrchestratorConfig, SamplingConfig
-from composer_prime.orchestrator.envs import load_environment
+from composer_prime.orchestrator.config import AdvantageConfig, InRunEvalConfig, OrchestratorConfig
+from composer_prime.rollout.config import SamplingConfig
+from composer_prime.rollout.envs import load_environment
 from composer_prime.orchestrator.main import Orchestrator, StepStats
-from composer_prime.orchestrator.rollout import prompt_index
+from composer_prime.rollout.single_turn import prompt_index
 from composer_prime.orchestrator.weight_sync import WeightSync
 from composer_prime.utils.metrics import MetricsLogger
 from composer_prime.weights import publish_weights
@@ -36,7 +37,7 @@ async def _collect(config, url, scenario):
 @pytest.mark.slow
 def test_collect_group_redraws_uniform_groups_and_resamples_stale_ones(tiny_model, inference_url, tmp_path):
     base = dict(model=ModelConfig(path=str(tiny_model)), inference_url=inference_url, batch_size=4,
-                sampling=SamplingConfig(max_tokens=4), max_concurrent=2, eval=EvalConfig(num_examples=0))
+                sampling=SamplingConfig(max_tokens=4), max_concurrent=2, eval=InRunEvalConfig(num_examples=0))
 
     # A group of one is always uniform: the first max_redraws draws are dropped, the last is kept with zero advantage.
     uniform = OrchestratorConfig(**base, group_size=1, output_dir=tmp_path / "uniform",

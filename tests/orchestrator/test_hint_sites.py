@@ -12,10 +12,10 @@ from composer_prime.hints.config import HintsConfig
 from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
-from composer_prime.orchestrator.config import EnvConfig
-from composer_prime.orchestrator.envs import load_environment
+from composer_prime.rollout.config import EnvConfig
+from composer_prime.rollout.envs import load_environment
 from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites, rollouts_of
-from composer_prime.orchestrator.rollout import prompt_token_ids, rollout_group
+from composer_prime.rollout.single_turn import prompt_token_ids, rollout_group
 
 
 def test_sites_from_real_rollouts_with_the_inference_teacher(tiny_model, inference_url):

@@ -30,11 +30,11 @@ from transformers import PreTrainedTokenizerBase
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.messages import ChatMessage
-from composer_prime.orchestrator.conversation import TemplateMismatch, TokenConversation
-from composer_prime.orchestrator.envs import Environment, Example
+from composer_prime.rollout.conversation import TemplateMismatch, TokenConversation
+from composer_prime.rollout.envs import Environment, Example
 from composer_prime.orchestrator.packing import Sample
-from composer_prime.orchestrator.rollout import request_seed
-from composer_prime.orchestrator.tool_calls import parse_turn, tool_names
+from composer_prime.rollout.single_turn import request_seed
+from composer_prime.rollout.tool_calls import parse_turn, tool_names
 from composer_prime.traces import ErrorRecord
 
 logger = logging.getLogger(__name__)

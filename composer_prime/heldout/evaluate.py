@@ -18,8 +18,8 @@ from transformers import PreTrainedTokenizerBase
 
 from composer_prime.errors import UserError
 from composer_prime.inference.client import InferenceClient
-from composer_prime.orchestrator.envs import Environment, Example, Score
-from composer_prime.orchestrator.rollout import answer_lengths, request_seed, rollout_group
+from composer_prime.rollout.envs import Environment, Example, Score
+from composer_prime.rollout.single_turn import answer_lengths, request_seed, rollout_group
 
 logger = logging.getLogger(__name__)
 

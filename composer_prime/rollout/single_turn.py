@@ -17,7 +17,7 @@ from transformers import PreTrainedTokenizerBase
 
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.protocol import Completion, GenerateRequest
-from composer_prime.orchestrator.envs import Environment, Example, Score
+from composer_prime.rollout.envs import Environment, Example, Score
 from composer_prime.orchestrator.packing import Sample
 
 

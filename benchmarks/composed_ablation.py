@@ -52,10 +52,10 @@ from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.config import InferenceConfig, TransformersBackendConfig
 from composer_prime.model.load import load_tokenizer
-from composer_prime.orchestrator.config import EnvConfig
-from composer_prime.orchestrator.envs import load_environment
+from composer_prime.rollout.config import EnvConfig, SamplingConfig
+from composer_prime.rollout.envs import load_environment
 from composer_prime.orchestrator.hint_sites import build_hint_sites, rollouts_of
-from composer_prime.orchestrator.rollout import request_seed, rollout_group
+from composer_prime.rollout.single_turn import request_seed, rollout_group
 from composer_prime.utils.metrics import read_metrics
 from composer_prime.utils.net import free_port
 
@@ -80,11 +80,12 @@ async def _sample_rollouts(url: str, child, model: Path, split: str, prompts: in
     async with InferenceClient(url) as client:
         await wait_ready(client, child, timeout_s=300)
         gate = asyncio.Semaphore(16)
+        sampling = SamplingConfig(temperature=1.0, max_tokens=MAX_TOKENS)
 
         async def one(slot: int, index: int):
             async with gate:
-                group = await rollout_group(client, env, tokenizer, examples[index], n=n, max_tokens=MAX_TOKENS,
-                                            temperature=1.0, seed=request_seed(seed, slot))
+                group = await rollout_group(client, env, tokenizer, examples[index], sampling, n=n,
+                                            seed=request_seed(seed, slot))
             return rollouts_of(0, slot, group, env.id, hints)
 
         groups = await asyncio.gather(*(one(slot, int(i)) for slot, i in enumerate(order)))

@@ -27,11 +27,13 @@ from composer_prime.inference.config import InferenceConfig
 from composer_prime.model.load import load_tokenizer
 from composer_prime.model.tiny import TinyModelConfig, build
 from composer_prime.orchestrator.advantage import compute_advantages
-from composer_prime.orchestrator.config import AdvantageConfig, EnvConfig
-from composer_prime.orchestrator.envs import load_environment
-from composer_prime.orchestrator.packing import Sample, pack_step
-from composer_prime.orchestrator.rollout import rollout_group
-from composer_prime.orchestrator.steps import write_step
+from composer_prime.orchestrator.config import AdvantageConfig
+from composer_prime.orchestrator.packing import pack_step
+from composer_prime.orchestrator.sink import samples_of
+from composer_prime.orchestrator.step_io import write_step
+from composer_prime.rollout.config import EnvConfig, SamplingConfig
+from composer_prime.rollout.envs import load_environment
+from composer_prime.rollout.single_turn import rollout_group
 from composer_prime.utils.net import free_port
 
 
@@ -45,19 +47,16 @@ async def run(work: Path, groups: int, group_size: int, max_tokens: int) -> None
     with inference_server(server, work / "server") as child:
         async with InferenceClient(f"http://127.0.0.1:{port}") as client:
             await wait_ready(client, child, timeout_s=300)
-            await rollout_group(client, env, tokenizer, examples[0], n=group_size, max_tokens=max_tokens,
-                                temperature=1.0)  # warm-up: first-call allocations are not overhead
+            sampling = SamplingConfig(temperature=1.0, max_tokens=max_tokens)
+            await rollout_group(client, env, tokenizer, examples[0], sampling, n=group_size)  # warm-up: first-call allocations are not overhead
             results = []
             for i in range(groups):
-                results.append(await rollout_group(client, env, tokenizer, examples[i % len(examples)],
-                                                   n=group_size, max_tokens=max_tokens, temperature=1.0, seed=i))
+                results.append(await rollout_group(client, env, tokenizer, examples[i % len(examples)], sampling,
+                                                   n=group_size, seed=i))
 
     start = time.perf_counter()
-    samples = []
-    for g in results:
-        advantages = compute_advantages(g.rewards, g.completion_lens, max_tokens, AdvantageConfig())
-        samples += [Sample(g.prompt_ids, c.token_ids, c.logprobs, a, g.weight_version)
-                    for c, a in zip(g.completions, advantages, strict=True)]
+    samples = [s for g in results
+               for s in samples_of(g, compute_advantages(g.rewards, g.completion_lens, max_tokens, AdvantageConfig()))]
     batches = pack_step(samples, step=1, seq_len=512, micro_batch_rows=4, world_size=1,
                         pad_token_id=tokenizer.pad_token_id, temperature=1.0)
     write_step(work / "run", 1, batches, {})

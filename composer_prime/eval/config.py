@@ -9,7 +9,8 @@ from pydantic import Field
 
 from composer_prime.config import LogConfig, ModelConfig
 from composer_prime.inference.config import TransformersBackendConfig, VLLMBackendConfig
-from composer_prime.orchestrator.config import EnvConfig, PassAtKConfig
+from composer_prime.heldout.config import PassAtKConfig
+from composer_prime.rollout.config import EnvConfig
 
 
 class EvalCommandConfig(PassAtKConfig):

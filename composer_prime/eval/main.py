@@ -1,7 +1,7 @@
 """`uv run eval --model.path DIR`: mean reward and pass@k of a model on an environment's eval split.
 
-Starts its own inference server on a free port, runs the orchestrator's evaluation code
-(composer_prime.eval.evaluate), prints one line, appends it to <output_dir>/metrics.jsonl
+Starts its own inference server on a free port, runs the held-out evaluation an rl run uses
+(composer_prime.heldout.evaluate), prints one line, appends it to <output_dir>/metrics.jsonl
 (process "eval") when output_dir is set, and stops the server whatever happens.
 """
 
@@ -15,12 +15,13 @@ from pathlib import Path
 from composer_prime.cli import run_cli
 from composer_prime.config import LogConfig
 from composer_prime.eval.config import EvalCommandConfig
-from composer_prime.eval.evaluate import EvalResult, evaluate, held_out_examples
+from composer_prime.heldout.evaluate import EvalResult, evaluate, held_out_examples
 from composer_prime.eval.server import inference_server, wait_ready
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.config import InferenceConfig
 from composer_prime.model.load import load_tokenizer
-from composer_prime.orchestrator.envs import load_environment
+from composer_prime.rollout.config import SamplingConfig
+from composer_prime.rollout.envs import load_environment
 from composer_prime.utils.metrics import MetricsLogger
 from composer_prime.utils.net import check_port_free, free_port
 
@@ -39,11 +40,10 @@ def run_eval(config: EvalCommandConfig, work_dir: Path) -> EvalResult:
     async def _run(child) -> EvalResult:
         async with InferenceClient(f"http://127.0.0.1:{port}") as client:
             await wait_ready(client, child, config.startup_timeout_s)
-            return await evaluate(client, env, tokenizer, examples, k=config.k, samples_per_prompt=config.n,
-                                  temperature=config.temperature, max_tokens=config.max_tokens,
-                                  success_metric=config.success_metric,
-                                  pass_threshold=config.pass_threshold, seed=config.seed,
-                                  max_concurrent=config.max_concurrent)
+            sampling = SamplingConfig(temperature=config.temperature, max_tokens=config.max_tokens)
+            return await evaluate(client, env, tokenizer, examples, sampling, k=config.k, samples_per_prompt=config.n,
+                                  success_metric=config.success_metric, pass_threshold=config.pass_threshold,
+                                  seed=config.seed, max_concurrent=config.max_concurrent)
 
     with inference_server(server_config, work_dir) as child:
         return asyncio.run(_run(child))

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
 from composer_prime.broadcast.store import StoreConfig
 from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.heldout.config import PassAtKConfig
 from composer_prime.hints.config import HintsConfig
+from composer_prime.rollout.config import EnvConfig, SamplingConfig
 from composer_prime.verify.verifier import VerifyConfig
-
-
-class EnvConfig(BaseConfig):
-    """A verifiers environment package installed from `environments/`, loaded by id."""
-
-    id: Annotated[str, Field(description="Environment id (package name, e.g. 'reverse-text').")] = "reverse-text"
-    args: Annotated[dict[str, Any], Field(description="Taskset config fields passed to the environment.")] = {}
-
-
-class SamplingConfig(BaseConfig):
-    temperature: Annotated[float, Field(gt=0, description="Sampling temperature; the trainer uses the same one.")] = 1.0
-    top_p: Annotated[float, Field(gt=0, le=1, description="Nucleus sampling mass.")] = 1.0
-    max_tokens: Annotated[int, Field(ge=1, description="Most completion tokens per turn.")] = 64
 
 
 class OverlongConfig(BaseConfig):
@@ -47,37 +36,9 @@ class AdvantageConfig(BaseConfig):
     ] = 8
 
 
-class PassAtKConfig(BaseConfig):
-    """How held-out prompts are sampled and counted: shared by in-run eval and the `eval` command."""
+class InRunEvalConfig(PassAtKConfig):
+    """Held-out evaluation during an rl run (the `eval` command has its own EvalCommandConfig)."""
 
-    temperature: Annotated[float, Field(ge=0, description="Eval sampling temperature (0 = greedy).")] = 0.0
-    k: Annotated[int, Field(ge=1, description="Samples per prompt for pass@k.")] = 1
-    samples_per_prompt: Annotated[
-        int | None,
-        Field(ge=1, description="Samples n drawn per prompt for the unbiased pass@k estimator (n >= k); None: n = k."),
-    ] = None
-    success_metric: Annotated[
-        str | None,
-        Field(description="The task's own verdict: an environment metric (1 = solved) that decides whether a sample "
-                          "passes, for pass@k and the run's headline. When None, or when the environment does not "
-                          "report it, a sample passes when its reward is >= pass_threshold."),
-    ] = "exact_match"
-    pass_threshold: Annotated[
-        float, Field(description="A sample passes when its reward is >= this (environments without success_metric).")
-    ] = 1.0
-
-    @property
-    def n(self) -> int:
-        return self.samples_per_prompt or self.k
-
-    @model_validator(mode="after")
-    def _enough_samples(self) -> PassAtKConfig:
-        if self.n < self.k:
-            raise ValueError(f"samples_per_prompt ({self.n}) must be >= k ({self.k})")
-        return self
-
-
-class EvalConfig(PassAtKConfig):
     num_examples: Annotated[int, Field(ge=0, description="Held-out prompts per evaluation; 0 disables eval.")] = 64
     interval: Annotated[int, Field(ge=0, description="Evaluate every N steps (0: only at start and end).")] = 0
     greedy: Annotated[
@@ -133,7 +94,7 @@ class OrchestratorConfig(BaseConfig):
     seq_len: Annotated[int, Field(ge=8, description="Tokens per packed micro-batch row.")] = 2048
     micro_batch_rows: Annotated[int, Field(ge=1, description="Rows per micro-batch.")] = 1
     train_world_size: Annotated[int, Field(ge=1, description="Data-parallel trainer ranks to split each step over.")] = 1
-    eval: EvalConfig = EvalConfig()
+    eval: InRunEvalConfig = InRunEvalConfig()
     hints: HintsConfig = HintsConfig()
     inference_timeout_s: Annotated[
         float, Field(gt=0, description="Give up when the inference server is not ready after this long.")
@@ -159,6 +120,8 @@ class OrchestratorConfig(BaseConfig):
 
     @model_validator(mode="after")
     def _groups_divide_batch(self) -> OrchestratorConfig:
+        if self.sampling.temperature == 0:
+            raise ValueError("sampling.temperature must be > 0: the trainer divides logits by it")
         if self.batch_size % self.group_size:
             raise ValueError(f"batch_size ({self.batch_size}) must be a multiple of group_size ({self.group_size})")
         if self.source == "workers":

@@ -7,7 +7,7 @@ of them, taken round-robin over groups so one prompt cannot fill the quota, get 
 for the trainer's teacher forward, or, with `hints.teacher = "inference"`, the inference
 server's top-k of the hinted context already attached.
 
-Multi-turn rollouts (multiturn.py): the site is the erring assistant turn i. The student context is
+Multi-turn rollouts (rollout/multi_turn.py): the site is the erring assistant turn i. The student context is
 every token before turn i exactly as the policy saw it, the completion is turn i's sampled tokens,
 and the teacher context is `teacher_messages` (messages before turn i, then the hint) rendered by
 the chat template like the rollout's own prompt (tools described the same way).
@@ -30,9 +30,9 @@ from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.protocol import ScoreRequest
 from composer_prime.messages import ChatMessage
-from composer_prime.orchestrator.conversation import TokenConversation, encode, render
-from composer_prime.orchestrator.multiturn import ToolGroup
-from composer_prime.orchestrator.rollout import Group, prompt_token_ids
+from composer_prime.rollout.conversation import TokenConversation, encode, render
+from composer_prime.rollout.multi_turn import ToolGroup
+from composer_prime.rollout.single_turn import Group, prompt_token_ids
 from composer_prime.traces import RolloutTrace
 
 

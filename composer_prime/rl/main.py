@@ -20,7 +20,7 @@ from rich.console import Console
 from composer_prime.cli import run_cli
 from composer_prime.config import write_config
 from composer_prime.errors import UserError
-from composer_prime.eval.headline import headline
+from composer_prime.heldout.headline import headline
 from composer_prime.rl.config import RLConfig
 from composer_prime.utils.metrics import MetricsFollower, read_metrics
 from composer_prime.utils.net import check_port_free, free_port
@@ -33,7 +33,7 @@ console = Console(stderr=True)
 def preflight(config: RLConfig) -> None:
     """Fail fast, before any process exists, on the mistakes users make most."""
     from composer_prime.model.load import load_tokenizer
-    from composer_prime.orchestrator.envs import load_environment
+    from composer_prime.rollout.envs import load_environment
 
     load_tokenizer(config.model)
     load_environment(config.orchestrator.env)

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
 from composer_prime.config import LogConfig, ModelConfig, OutputDir
-from composer_prime.orchestrator.config import EnvConfig
+from composer_prime.rollout.config import EnvConfig
 from composer_prime.trainer.config import OptimConfig
 
 

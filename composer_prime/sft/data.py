@@ -24,7 +24,7 @@ from composer_prime.errors import UserError
 from composer_prime.hints.context import teacher_messages
 from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.messages import ChatMessage
-from composer_prime.orchestrator.envs import Environment, Example
+from composer_prime.rollout.envs import Environment, Example
 from composer_prime.traces import ErrorRecord
 
 IGNORE = -100  # the label transformers' causal-LM loss skips

@@ -1,8 +1,9 @@
 """`uv run worker @ configs/worker/<...>.toml`: a volunteer worker.
 
   join (token) -> pull the newest verified weight version -> loop:
-      sample `prompts_per_batch` prompts x `samples_per_prompt` completions, score them with the
-      environment (and attach TOPLOC proofs when the run asks for them), sign the batch, journal it, upload it to `rollouts/<worker_id>/<batch_id>.msgpack`;
+      roll out `prompts_per_batch` prompts x `samples_per_prompt` completions on the local engine
+      (rollout/single_turn.py, as the run's own inference source does), attach TOPLOC proofs when the
+      run asks for them, sign the batch, journal it, upload it to `rollouts/<worker_id>/<batch_id>.msgpack`;
       pick up newer weight versions that heartbeats announce.
 
 Disconnects: every request to the coordinator, the servers and the store is retried with
@@ -20,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import httpx
+from transformers import PreTrainedTokenizerBase
 
 from composer_prime.broadcast import keys
 from composer_prime.broadcast.client import BroadcastClient, make_sources
@@ -27,23 +29,20 @@ from composer_prime.broadcast.manifest import BroadcastError
 from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
 from composer_prime.config import ModelConfig
+from composer_prime.coordinator.protocol import (Heartbeat, HeartbeatResponse, JoinRequest, JoinResponse,
+                                                 heartbeat_message, rollout_key)
 from composer_prime.errors import UserError
-from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.model.load import resolve_device
+from composer_prime.rollout.config import EnvConfig, SamplingConfig
+from composer_prime.rollout.envs import Environment, load_environment
+from composer_prime.rollout.sampler import Sampler
+from composer_prime.rollout.single_turn import rollout_group
 from composer_prime.verify.messages import RolloutBatch, RolloutSample
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.toploc import build_proofs, require_toploc
 from composer_prime.worker.config import WorkerConfig
 from composer_prime.worker.journal import Journal
-from composer_prime.worker.protocol import (
-    Heartbeat,
-    HeartbeatResponse,
-    JoinRequest,
-    JoinResponse,
-    heartbeat_message,
-    rollout_key,
-)
 
 logger = logging.getLogger("composer_prime.worker")
 T = TypeVar("T")
@@ -122,13 +121,31 @@ class Worker:
         await retry(f"upload {batch_id}", lambda: asyncio.to_thread(store.write_bytes, key, data), self.config.retry_s)
         self.journal.mark_uploaded(batch_id)
 
+    async def sample(self, sampler: Sampler, env: Environment, tokenizer: PreTrainedTokenizerBase, info: JoinResponse,
+                     rng: random.Random, prover: ModelScorer | None) -> tuple[list[RolloutSample], int]:
+        """One batch's samples (`prompts_per_batch` groups) and the weight version that sampled the last group."""
+        sampling = SamplingConfig(temperature=info.temperature, max_tokens=info.max_tokens)
+        examples, samples, version = env.examples("train"), [], self.version
+        for _ in range(info.prompts_per_batch):
+            index = rng.randrange(len(examples))
+            group = await rollout_group(sampler, env, tokenizer, examples[index], sampling,
+                                        n=info.samples_per_prompt, seed=rng.randrange(2**31))
+            version, prompt = group.weight_version, group.prompt_ids
+            for completion, score in zip(group.completions, group.scores, strict=True):
+                proofs = []
+                if prover is not None:
+                    hidden = await asyncio.to_thread(prover.hidden_states, version, prompt + completion.token_ids)
+                    proofs = build_proofs(hidden, len(prompt), info.proofs)
+                samples.append(RolloutSample(prompt_ids=prompt, completion_ids=completion.token_ids,
+                                             logprobs=completion.logprobs, reward=score.reward, example_id=index,
+                                             proofs=proofs))
+        return samples, version
+
     async def run(self) -> None:
         from transformers import AutoTokenizer
 
         from composer_prime.inference.backend import make_backend
         from composer_prime.inference.config import InferenceConfig
-        from composer_prime.orchestrator.config import EnvConfig
-        from composer_prime.orchestrator.envs import load_environment
 
         info = await self.join()
         store = Store(info.store_url, info.store_endpoint_url)
@@ -153,8 +170,7 @@ class Worker:
             # Proofs come from a float32 forward of the sampled tokens, as the verifier computes them.
             device = resolve_device(ModelConfig(path=str(report.path), device=self.config.device))
             prover = ModelScorer(lambda version: paths[version], keep=1, device=str(device))
-        env = load_environment(EnvConfig(id=info.env_id))
-        examples = env.examples("train")
+        env = load_environment(EnvConfig(id=info.env_id, args=info.env_args))
         beats = asyncio.create_task(self.heartbeats())
         rng = random.Random(f"{self.config.seed}/{self.config.worker_id}/{self.journal.uploaded_count()}")
         done = 0
@@ -177,25 +193,7 @@ class Worker:
                     await asyncio.sleep(self.config.heartbeat_s)  # heartbeats announce the next version
                     continue
                 batch_id = new_batch_id()
-                samples, version = [], self.version
-                for _ in range(info.prompts_per_batch):
-                    index = rng.randrange(len(examples))
-                    example = examples[index]
-                    prompt = list(tokenizer.apply_chat_template(example.prompt, add_generation_prompt=True, tokenize=True))
-                    response = await backend.generate(GenerateRequest(
-                        prompt_token_ids=prompt, n=info.samples_per_prompt, max_tokens=info.max_tokens,
-                        temperature=info.temperature, seed=rng.randrange(2**31)))
-                    version = response.weight_version
-                    for completion in response.completions:
-                        text = tokenizer.decode(completion.token_ids, skip_special_tokens=True)
-                        score = await env.score(example, text)
-                        proofs = []
-                        if prover is not None:
-                            hidden = await asyncio.to_thread(prover.hidden_states, version, prompt + completion.token_ids)
-                            proofs = build_proofs(hidden, len(prompt), info.proofs)
-                        samples.append(RolloutSample(prompt_ids=prompt, completion_ids=completion.token_ids,
-                                                     logprobs=completion.logprobs, reward=score.reward, example_id=index,
-                                                     proofs=proofs))
+                samples, version = await self.sample(backend, env, tokenizer, info, rng, prover)
                 batch = RolloutBatch(worker_id=self.config.worker_id, batch_id=batch_id, weight_version=version,
                                      temperature=info.temperature, samples=samples)
                 data = signed_bytes(batch, self.key)

@@ -15,8 +15,8 @@ from composer_prime.config import LogConfig, ModelConfig
 from composer_prime.eval.config import EvalCommandConfig
 from composer_prime.eval.main import main
 from composer_prime.model.load import load_tokenizer
-from composer_prime.orchestrator.config import EnvConfig
-from composer_prime.orchestrator.envs import Score, load_environment
+from composer_prime.rollout.config import EnvConfig
+from composer_prime.rollout.envs import Score, load_environment
 from composer_prime.utils.metrics import read_metrics
 
 

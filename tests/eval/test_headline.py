@@ -1,4 +1,4 @@
-from composer_prime.eval.headline import headline
+from composer_prime.heldout.headline import headline
 
 
 def _record(reward_start, reward_end, solved_start, solved_end, **extra):

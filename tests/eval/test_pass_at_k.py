@@ -4,7 +4,7 @@ from math import comb
 
 import pytest
 
-from composer_prime.eval.evaluate import pass_at_k
+from composer_prime.heldout.evaluate import pass_at_k
 
 
 @pytest.mark.parametrize(("n", "c", "k"), [(1, 0, 1), (1, 1, 1), (5, 2, 1), (5, 2, 3), (10, 3, 4), (10, 0, 10),

@@ -11,54 +11,54 @@ from safetensors.torch import load_file
 from composer_prime.config import ModelConfig
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
-from composer_prime.orchestrator.config import AdvantageConfig, EvalConfig, OrchestratorConfig, SamplingConfig
-from composer_prime.orchestrator.envs import load_environment
-from composer_prime.orchestrator.main import Orchestrator, StepStats
-from composer_prime.orchestrator.rollout import prompt_index
+from composer_prime.orchestrator.config import AdvantageConfig, InRunEvalConfig, OrchestratorConfig
+from composer_prime.rollout.config import SamplingConfig
+from composer_prime.rollout.envs import load_environment
+from composer_prime.orchestrator.inference_source import InferenceSource
+from composer_prime.orchestrator.source import StepStats
+from composer_prime.rollout.single_turn import prompt_index
 from composer_prime.orchestrator.weight_sync import WeightSync
-from composer_prime.utils.metrics import MetricsLogger
 from composer_prime.weights import publish_weights
 
 
 async def _collect(config, url, scenario):
     env, tokenizer = load_environment(config.env), load_tokenizer(config.model)
-    metrics = MetricsLogger(config.output_dir, "orchestrator")
     async with InferenceClient(url) as client:
         weights = WeightSync(client, config.output_dir, served=0, poll_s=0.05, timeout_s=60)
-        watcher = asyncio.create_task(weights.watch())
+        source = InferenceSource(config, env, tokenizer, client, weights)
+        watcher = asyncio.create_task(source.serve())
         try:
-            return await scenario(Orchestrator(config, env, tokenizer, client, weights, metrics), weights)
+            return await scenario(source, weights)
         finally:
             watcher.cancel()
-            metrics.close()
 
 
 @pytest.mark.slow
 def test_collect_group_redraws_uniform_groups_and_resamples_stale_ones(tiny_model, inference_url, tmp_path):
     base = dict(model=ModelConfig(path=str(tiny_model)), inference_url=inference_url, batch_size=4,
-                sampling=SamplingConfig(max_tokens=4), max_concurrent=2, eval=EvalConfig(num_examples=0))
+                sampling=SamplingConfig(max_tokens=4), max_concurrent=2, eval=InRunEvalConfig(num_examples=0))
 
     # A group of one is always uniform: the first max_redraws draws are dropped, the last is kept with zero advantage.
     uniform = OrchestratorConfig(**base, group_size=1, output_dir=tmp_path / "uniform",
                                  advantage=AdvantageConfig(drop_uniform_groups=True, max_redraws=2))
 
-    async def redraws(orchestrator, _weights):
+    async def redraws(source, _weights):
         stats = StepStats()
-        group, advantages = await orchestrator.collect_group(1, 3, stats)
-        return orchestrator, stats, group, advantages
+        group, advantages = await source.collect_group(1, 3, stats)
+        return source, stats, group, advantages
 
-    orchestrator, stats, group, advantages = asyncio.run(_collect(uniform, inference_url, redraws))
+    source, stats, group, advantages = asyncio.run(_collect(uniform, inference_url, redraws))
     assert stats.dropped_uniform == 2 and stats.dropped_off_policy == 0 and advantages == [0.0]
-    last_draw = prompt_index(uniform.seed, 1, 3, 2, orchestrator.num_slots, len(orchestrator.train))
-    assert group.example.id == orchestrator.train[last_draw].id
+    last_draw = prompt_index(uniform.seed, 1, 3, 2, source.num_slots, len(source.train))
+    assert group.example.id == source.train[last_draw].id
 
     # Step 3 with max_off_policy_steps 0 accepts only version 2; the server serves 0 until we publish 2.
     stale = OrchestratorConfig(**base, group_size=2, output_dir=tmp_path / "stale", max_off_policy_steps=0)
     state = {k: v + 1e-3 for k, v in load_file(str(tiny_model / "model.safetensors")).items()}
 
-    async def resample(orchestrator, weights):
+    async def resample(source, weights):
         stats = StepStats()
-        slot = asyncio.create_task(orchestrator.collect_group(3, 0, stats))
+        slot = asyncio.create_task(source.collect_group(3, 0, stats))
         while stats.dropped_off_policy == 0:
             assert not slot.done(), "a group from version 0 was accepted for step 3"
             await asyncio.sleep(0.02)

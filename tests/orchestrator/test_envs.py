@@ -6,8 +6,8 @@ import time
 import pytest
 
 from composer_prime.errors import UserError
-from composer_prime.orchestrator.config import EnvConfig
-from composer_prime.orchestrator.envs import installed_environments, load_environment
+from composer_prime.rollout.config import EnvConfig
+from composer_prime.rollout.envs import installed_environments, load_environment
 
 SMALL = {"num_examples": 50}
 

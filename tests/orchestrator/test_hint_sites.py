@@ -12,10 +12,10 @@ from composer_prime.hints.config import HintsConfig
 from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
-from composer_prime.orchestrator.config import EnvConfig
-from composer_prime.orchestrator.envs import load_environment
+from composer_prime.rollout.config import EnvConfig, SamplingConfig
+from composer_prime.rollout.envs import load_environment
 from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites, rollouts_of
-from composer_prime.orchestrator.rollout import prompt_token_ids, rollout_group
+from composer_prime.rollout.single_turn import prompt_token_ids, rollout_group
 
 
 def test_sites_from_real_rollouts_with_the_inference_teacher(tiny_model, inference_url):
@@ -25,7 +25,8 @@ def test_sites_from_real_rollouts_with_the_inference_teacher(tiny_model, inferen
 
     async def go():
         async with InferenceClient(inference_url) as client:
-            groups = [await rollout_group(client, env, tokenizer, example, n=3, max_tokens=8, temperature=1.0, seed=i)
+            sampling = SamplingConfig(temperature=1.0, max_tokens=8)
+            groups = [await rollout_group(client, env, tokenizer, example, sampling, n=3, seed=i)
                       for i, example in enumerate(env.examples("train")[:3])]
             rollouts = [rollouts_of(1, slot, g, env.id, hints) for slot, g in enumerate(groups)]
             picked = pick_sites(rollouts, hints.max_sites_per_step)

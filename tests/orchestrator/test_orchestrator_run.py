@@ -19,7 +19,7 @@ from transformers import AutoModelForCausalLM
 
 from composer_prime.batch import batch_path, read_batch
 from composer_prime.inference.client import InferenceClient
-from composer_prime.orchestrator.steps import completed_steps
+from composer_prime.orchestrator.step_io import completed_steps
 from composer_prime.utils.metrics import read_metrics
 from composer_prime.weights import publish_weights
 

@@ -1,4 +1,4 @@
-from composer_prime.orchestrator.rollout import prompt_index, request_seed
+from composer_prime.rollout.single_turn import prompt_index, request_seed
 
 
 def test_prompts_depend_only_on_seed_and_step():

@@ -14,7 +14,7 @@ from composer_prime.broadcast.local_s3 import start_local_s3
 from composer_prime.broadcast.store import Store
 from composer_prime.errors import UserError
 from composer_prime.orchestrator.packing import Sample, pack_step
-from composer_prime.orchestrator.steps import mirror_missing, write_step
+from composer_prime.orchestrator.step_io import mirror_missing, write_step
 from composer_prime.trainer.data import fetch_from_store, wait_for_batch
 
 pytestmark = pytest.mark.slow

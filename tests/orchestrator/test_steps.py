@@ -2,7 +2,7 @@ import numpy as np
 
 from composer_prime.batch import batch_path, read_batch
 from composer_prime.orchestrator.packing import Sample, pack_step
-from composer_prime.orchestrator.steps import completed_steps, next_step, saved_metrics, step_dir, write_step
+from composer_prime.orchestrator.step_io import completed_steps, next_step, saved_metrics, step_dir, write_step
 
 
 def _batches(step: int, world_size: int):

@@ -12,7 +12,7 @@ from composer_prime.broadcast import keys
 from composer_prime.errors import UserError
 from composer_prime.orchestrator.config import OrchestratorConfig
 from composer_prime.orchestrator.volunteers import PendingGroup, VolunteerSource, groups_of, take_groups
-from composer_prime.utils.metrics import MetricsLogger
+from composer_prime.rollout.envs import load_environment
 from composer_prime.verify.messages import RolloutSample
 from composer_prime.verify.verifier import Decision
 
@@ -21,12 +21,26 @@ def _sample(example_id: int) -> RolloutSample:
     return RolloutSample(prompt_ids=[1, 2], completion_ids=[3], logprobs=[-0.5], reward=0.5, example_id=example_id)
 
 
+def _prompt_of(example_id: int) -> list[int] | None:
+    return [1, 2] if 0 <= example_id < 10 else None
+
+
 def test_a_batch_becomes_complete_groups_and_a_group_that_lost_a_sample_is_dropped():
     decision = Decision("w", "b1", weight_version=4,
                         accepted=[_sample(7)] * 4 + [_sample(2)] * 3 + [_sample(9)] * 4, rejected=[(5, "logprob-mismatch")])
-    groups, partial = groups_of(decision, group_size=4)
+    groups, partial = groups_of(decision, group_size=4, prompt_of=_prompt_of)
     assert [(g.example_id, len(g.samples), g.weight_version) for g in groups] == [(7, 4, 4), (9, 4, 4)]
     assert partial == 1
+
+
+def test_a_group_on_a_prompt_of_the_workers_choosing_or_an_unknown_example_is_dropped():
+    # Attack: valid log-probs for a prompt that is not the run's (say, one that holds the answer), filed under a
+    # real example id, or an example id the run does not have (it would crash the scoring of the step).
+    foreign = RolloutSample(prompt_ids=[1, 2, 99], completion_ids=[3], logprobs=[-0.5], example_id=3)
+    decision = Decision("w", "b1", weight_version=4, accepted=[_sample(3)] * 3 + [foreign] + [_sample(10)] * 4
+                        + [_sample(-1)] * 4 + [_sample(5)] * 4, rejected=[])
+    groups, dropped = groups_of(decision, group_size=4, prompt_of=_prompt_of)
+    assert [g.example_id for g in groups] == [5] and dropped == 3
 
 
 def _group(version: int, step: int = 0) -> PendingGroup:
@@ -64,7 +78,7 @@ def test_waiting_for_weights_that_never_come_ends_in_a_one_line_error(tmp_path):
         weight_poll_s=0.05, weight_timeout_s=0.3, async_level=1,
         workers={"join_token": "long-enough", "run_public_key": keys.public_hex(run_key),
                  "store": {"url": str(tmp_path / "store")}})
-    source = VolunteerSource(config, AutoTokenizer.from_pretrained(warmstart), MetricsLogger(tmp_path / "run", "orchestrator"))
+    source = VolunteerSource(config, load_environment(config.env), AutoTokenizer.from_pretrained(warmstart))
     # Step 3 needs version 1; no trainer publishes anything.
     with pytest.raises(UserError, match="waited .* for weight version 1 to be published .*is the lead trainer running"):
         asyncio.run(source.collect_step(3))

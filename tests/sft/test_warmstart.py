@@ -14,7 +14,7 @@ from composer_prime.cli import parse_config
 from composer_prime.config import ModelConfig
 from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.model.tiny import TinyModelConfig
-from composer_prime.orchestrator.envs import load_environment
+from composer_prime.rollout.envs import load_environment
 from composer_prime.rl.config import RLConfig
 from composer_prime.sft.config import SFTConfig
 

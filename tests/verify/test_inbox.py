@@ -12,7 +12,7 @@ from composer_prime.verify.registry import WorkerRegistry
 from composer_prime.verify.scorer import Scorer
 from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.verifier import RolloutVerifier, VerifyConfig
-from composer_prime.worker.protocol import rollout_key
+from composer_prime.coordinator.protocol import rollout_key
 
 
 def test_batches_are_verified_in_upload_order_once(tmp_path):

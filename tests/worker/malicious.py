@@ -31,14 +31,14 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from composer_prime.broadcast import keys
 from composer_prime.broadcast.store import Store
 from composer_prime.model.noise import add_weight_noise_
-from composer_prime.orchestrator.config import EnvConfig
-from composer_prime.orchestrator.envs import load_environment
+from composer_prime.rollout.config import EnvConfig
+from composer_prime.rollout.envs import load_environment
 from composer_prime.verify.messages import RolloutBatch, RolloutSample
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.toploc import build_proofs
 from composer_prime.worker.main import new_batch_id
-from composer_prime.worker.protocol import JoinRequest, JoinResponse, rollout_key
+from composer_prime.coordinator.protocol import JoinRequest, JoinResponse, rollout_key
 
 # The first three counted attacks (32 samples each) come before the e2e's ban at 96 samples, so each of
 # them meets its own check; wrong-model-proofs is among them when the run asks for proofs.

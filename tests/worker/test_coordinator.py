@@ -9,9 +9,9 @@ from fastapi.testclient import TestClient
 
 from composer_prime.broadcast import keys
 from composer_prime.verify.registry import WorkerRegistry
-from composer_prime.worker.coordinator import create_coordinator_app
+from composer_prime.coordinator.app import create_coordinator_app
 from composer_prime.worker.main import retry
-from composer_prime.worker.protocol import JoinResponse, heartbeat_message
+from composer_prime.coordinator.protocol import JoinResponse, heartbeat_message
 
 INFO = JoinResponse(run_id="r", run_public_key="00" * 32, broadcast_servers=[], store_url="/tmp/x", env_id="e",
                     temperature=1.0, max_tokens=8, samples_per_prompt=1, prompts_per_batch=1, current_version=3)

@@ -28,8 +28,8 @@ from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.toploc import ProofSpec, ToplocConfig, num_proofs
 from composer_prime.verify.verifier import RolloutVerifier, VerifyConfig
 from composer_prime.weights import publish_weights
-from composer_prime.worker.coordinator import create_coordinator_app
-from composer_prime.worker.protocol import JoinResponse
+from composer_prime.coordinator.app import create_coordinator_app
+from composer_prime.coordinator.protocol import JoinResponse
 
 pytestmark = pytest.mark.slow
 WARMSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart" / "warmstart"

@@ -15,7 +15,7 @@ failing check would print (e.g. expected vs got). It becomes the message of the 
 `wrong_answer` error site, which the hint writer turns into a hint (composer_prime/hints/).
 
 Tools: a Task that defines `open_session() -> ToolSession` (below) makes the environment multi-turn:
-the orchestrator opens one session per rollout, drives the conversation itself (multiturn.py) and
+the orchestrator opens one session per rollout, drives the conversation itself (multi_turn.py) and
 takes the reward from the session's grading instead of `score`. feature-deletion is one.
 """
 
@@ -34,7 +34,7 @@ from verifiers.v1.types import AssistantMessage, Message, content_text
 from verifiers.v1.utils import loaders
 
 from composer_prime.errors import UserError
-from composer_prime.orchestrator.config import EnvConfig
+from composer_prime.rollout.config import EnvConfig
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ class Environment:
 
     @property
     def multi_turn(self) -> bool:
-        """Its tasks open tool sessions: rollouts go through multiturn.py, rewards through the sessions."""
+        """Its tasks open tool sessions: rollouts go through multi_turn.py, rewards through the sessions."""
         examples = self._examples["train"] or self._examples["eval"]
         return bool(examples) and all(callable(getattr(e.task, "open_session", None)) for e in examples)
 

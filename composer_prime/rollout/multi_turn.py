@@ -1,8 +1,8 @@
-"""Multi-turn tool rollouts: the orchestrator drives the conversation itself, token in / token out.
+"""Multi-turn tool rollouts: the caller drives the conversation itself, token in / token out.
 
 For each rollout of a group: open the task's tool session (envs.ToolSession), render the prompt with
 the policy's chat template (tools described, conversation.py), then per turn: POST /generate on the
-exact token sequence so far, parse the turn's `<tool_call>` blocks (tool_calls.py), run each
+exact token sequence so far (the Sampler's `generate`), parse the turn's `<tool_call>` blocks (tool_calls.py), run each
 well-formed call in the session, answer a malformed one with an `error: ...` tool message and a
 `malformed_tool_call` record, append the tool messages as context tokens, and go on.
 
@@ -10,7 +10,7 @@ A rollout ends when the session is done (submit), at a turn without tool calls, 
 turns, when the next turn would not fit `seq_len` (the packed row the sample must fit), or when the
 template cannot extend the sequence exactly (`TemplateMismatch`: logged, the sample keeps what was
 sampled). Then the session grades it: reward, metrics, structured errors. The training sample is the
-prompt, then everything after it with only the sampled turns trained (packing.Sample's mask).
+prompt, then everything after it with only the sampled turns trained (`conversation.sampled`).
 
 The session's calls block (file tools, sandboxed test runs), so they run in worker threads; the
 rollouts of a group run concurrently. Weights may change between turns: every token keeps the
@@ -27,14 +27,13 @@ from dataclasses import dataclass, field
 import httpx
 from transformers import PreTrainedTokenizerBase
 
-from composer_prime.inference.client import InferenceClient
-from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.messages import ChatMessage
-from composer_prime.orchestrator.conversation import TemplateMismatch, TokenConversation
-from composer_prime.orchestrator.envs import Environment, Example
-from composer_prime.orchestrator.packing import Sample
-from composer_prime.orchestrator.rollout import request_seed
-from composer_prime.orchestrator.tool_calls import parse_turn, tool_names
+from composer_prime.rollout.config import SamplingConfig
+from composer_prime.rollout.conversation import TemplateMismatch, TokenConversation
+from composer_prime.rollout.envs import Environment, Example
+from composer_prime.rollout.sampler import Sampler, generate_request
+from composer_prime.rollout.single_turn import request_seed
+from composer_prime.rollout.tool_calls import parse_turn, tool_names
 from composer_prime.traces import ErrorRecord
 
 logger = logging.getLogger(__name__)
@@ -69,11 +68,6 @@ class ToolRollout:
     def sampled_tokens(self) -> int:
         return sum(self.conversation.sampled)
 
-    def sample(self, advantage: float) -> Sample:
-        c = self.conversation
-        return Sample(self.prompt_ids, c.completion_ids, list(c.logprobs), advantage, self.weight_version,
-                      completion_mask=list(c.sampled))
-
 
 @dataclass(frozen=True)
 class ToolGroup:
@@ -104,9 +98,6 @@ class ToolGroup:
     def metrics(self) -> list[dict[str, float]]:
         return [r.metrics for r in self.rollouts]
 
-    def samples(self, advantages: list[float]) -> list[Sample]:
-        return [r.sample(a) for r, a in zip(self.rollouts, advantages, strict=True)]
-
 
 def _assistant_turn(messages: list[ChatMessage], turn: int) -> int | None:
     """`turn` when it is an assistant message, else the closest assistant message before it."""
@@ -125,19 +116,9 @@ def _env_errors(records: list[dict], messages: list[ChatMessage]) -> list[ErrorR
     return errors
 
 
-async def tool_rollout(
-    client: InferenceClient,
-    env: Environment,
-    tokenizer: PreTrainedTokenizerBase,
-    example: Example,
-    *,
-    max_turns: int,
-    seq_len: int,
-    max_tokens: int,
-    temperature: float,
-    top_p: float = 1.0,
-    seed: int | None = None,
-) -> ToolRollout:
+async def tool_rollout(sampler: Sampler, env: Environment, tokenizer: PreTrainedTokenizerBase, example: Example,
+                       sampling: SamplingConfig, *, max_turns: int, seq_len: int, seed: int | None = None
+                       ) -> ToolRollout:
     start = time.perf_counter()
     session = await asyncio.to_thread(env.open_session, example)
     try:
@@ -154,14 +135,11 @@ async def tool_rollout(
             if room <= 0:
                 stop = "context"
                 break
-            request = GenerateRequest(
-                prompt_token_ids=conversation.ids, n=1, max_tokens=min(max_tokens, room), temperature=temperature,
-                top_p=top_p, stop_token_ids=sorted(stop_ids),
-                seed=None if seed is None else request_seed(seed, turns),
-            )
+            request = generate_request(conversation.ids, sampling, tokenizer, max_tokens=room,
+                                       seed=None if seed is None else request_seed(seed, turns))
             t0 = time.perf_counter()
             try:
-                response = await client.generate(request)
+                response = await sampler.generate(request)
             except httpx.HTTPStatusError as exc:
                 if exc.response.status_code != 400:
                     raise
@@ -225,25 +203,14 @@ async def tool_rollout(
     )
 
 
-async def tool_rollout_group(
-    client: InferenceClient,
-    env: Environment,
-    tokenizer: PreTrainedTokenizerBase,
-    example: Example,
-    *,
-    n: int,
-    max_turns: int,
-    seq_len: int,
-    max_tokens: int,
-    temperature: float,
-    top_p: float = 1.0,
-    seed: int | None = None,
-) -> ToolGroup:
+async def tool_rollout_group(sampler: Sampler, env: Environment, tokenizer: PreTrainedTokenizerBase,
+                             example: Example, sampling: SamplingConfig, *, n: int, max_turns: int, seq_len: int,
+                             seed: int | None = None) -> ToolGroup:
     """`n` independent rollouts of one example, concurrently (each its own session and seed)."""
     start = time.perf_counter()
     rollouts = await asyncio.gather(*(
-        tool_rollout(client, env, tokenizer, example, max_turns=max_turns, seq_len=seq_len, max_tokens=max_tokens,
-                     temperature=temperature, top_p=top_p, seed=None if seed is None else request_seed(seed, i))
+        tool_rollout(sampler, env, tokenizer, example, sampling, max_turns=max_turns, seq_len=seq_len,
+                     seed=None if seed is None else request_seed(seed, i))
         for i in range(n)
     ))
     return ToolGroup(example=example, rollouts=list(rollouts), total_s=time.perf_counter() - start)

@@ -1,7 +1,6 @@
 """Held-out evaluation: the task's own verdict, pass@k and mean reward on an environment's eval split.
 
-The same code runs inside the orchestrator (start, every `interval` steps, end) and behind the
-`eval` command. A sample passes by the task's own verdict (the environment metric named by
+The same code runs inside an rl run (start, every `interval` steps, end) and behind the `eval` command. A sample passes by the task's own verdict (the environment metric named by
 `success_metric`, e.g. exact match) and only without one by its reward reaching `pass_threshold`:
 a shaped reward can rise while the task is solved less often, so it must not stand in for the verdict.
 pass@k uses the unbiased estimator of Chen et al. (2021) over n >= k samples per prompt:
@@ -17,9 +16,10 @@ from dataclasses import dataclass
 from transformers import PreTrainedTokenizerBase
 
 from composer_prime.errors import UserError
-from composer_prime.inference.client import InferenceClient
-from composer_prime.orchestrator.envs import Environment, Example, Score
-from composer_prime.orchestrator.rollout import answer_lengths, request_seed, rollout_group
+from composer_prime.rollout.config import SamplingConfig
+from composer_prime.rollout.envs import Environment, Example, Score
+from composer_prime.rollout.sampler import Sampler
+from composer_prime.rollout.single_turn import answer_lengths, request_seed, rollout_group
 
 logger = logging.getLogger(__name__)
 
@@ -88,29 +88,17 @@ class EvalResult:
                 f"weight version {self.weight_version})")
 
 
-async def evaluate(
-    client: InferenceClient,
-    env: Environment,
-    tokenizer: PreTrainedTokenizerBase,
-    examples: list[Example],
-    *,
-    k: int,
-    samples_per_prompt: int,
-    temperature: float,
-    max_tokens: int,
-    success_metric: str | None,
-    pass_threshold: float,
-    seed: int,
-    max_concurrent: int,
-) -> EvalResult:
+async def evaluate(sampler: Sampler, env: Environment, tokenizer: PreTrainedTokenizerBase, examples: list[Example],
+                   sampling: SamplingConfig, *, k: int, samples_per_prompt: int, success_metric: str | None,
+                   pass_threshold: float, seed: int, max_concurrent: int) -> EvalResult:
     if not examples:
         raise ValueError("evaluate needs at least one example")
     slots = asyncio.Semaphore(max_concurrent)
 
     async def one(index: int, example: Example):
         async with slots:
-            return await rollout_group(client, env, tokenizer, example, n=samples_per_prompt, max_tokens=max_tokens,
-                                       temperature=temperature, seed=request_seed(seed, index))
+            return await rollout_group(sampler, env, tokenizer, example, sampling, n=samples_per_prompt,
+                                       seed=request_seed(seed, index))
 
     groups = await asyncio.gather(*(one(i, ex) for i, ex in enumerate(examples)))
     scores = [s for g in groups for s in g.scores]
@@ -125,7 +113,7 @@ async def evaluate(
         k=k,
         num_examples=len(examples),
         samples_per_prompt=samples_per_prompt,
-        temperature=temperature,
+        temperature=sampling.temperature,
         weight_version=min(g.weight_version for g in groups),
         env_metrics={name: sum(s.metrics[name] for s in scores if name in s.metrics)
                      / sum(name in s.metrics for s in scores) for name in names},

@@ -12,7 +12,7 @@ An assistant turn is rendered back into the template as the text it decoded to, 
 that prints assistant content verbatim reproduces the sampled text and the sequence extends
 exactly. A template that re-renders earlier turns differently (one that drops `<think>` blocks
 from past turns, say) breaks that: `TemplateMismatch` is raised and the rollout ends there, keeping
-what was sampled (documented in multiturn.py). Re-tokenising the whole conversation instead would
+what was sampled (documented in multi_turn.py). Re-tokenising the whole conversation instead would
 train on tokens the sampler never saw.
 
 Tools: a template that renders a `tools` list itself (it mentions `tools`) gets the schemas that
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from transformers import PreTrainedTokenizerBase
 
-from composer_prime.orchestrator.tool_calls import tools_prompt
+from composer_prime.rollout.tool_calls import tools_prompt
 
 
 class TemplateMismatch(Exception):

@@ -18,7 +18,7 @@ from fastapi import FastAPI, HTTPException
 
 from composer_prime.broadcast import keys
 from composer_prime.verify.registry import WorkerRegistry
-from composer_prime.worker.protocol import (
+from composer_prime.coordinator.protocol import (
     PROTOCOL_VERSION,
     Heartbeat,
     HeartbeatResponse,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from composer_prime.verify.toploc import ProofSpec
@@ -23,6 +25,7 @@ class JoinResponse(BaseModel):
     store_url: str = Field(description="Object store root; batches go under rollouts/<worker_id>/.")
     store_endpoint_url: str | None = None
     env_id: str
+    env_args: dict[str, Any] = Field(default={}, description="The run's environment args: example ids index its split.")
     temperature: float
     max_tokens: int
     samples_per_prompt: int

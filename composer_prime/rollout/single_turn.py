@@ -1,6 +1,7 @@
-"""One rollout group: the chat prompt of one example, `n` completions from one /generate call, scored.
+"""One rollout group: the chat prompt of one example, `n` completions from one `generate` call, scored.
 
-Shared by training (orchestrator) and evaluation (eval), so both sample and score identically.
+Shared by training (orchestrator), evaluation (heldout) and volunteers (worker), so all sample and
+score identically; a volunteer's completions are scored again by the run (`score_group`).
 Prompt choice is a pure function of (seed, step, slot, attempt): a restarted orchestrator asks
 for the same prompts again.
 """
@@ -15,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
-from composer_prime.inference.client import InferenceClient
-from composer_prime.inference.protocol import Completion, GenerateRequest
-from composer_prime.orchestrator.envs import Environment, Example, Score
-from composer_prime.orchestrator.packing import Sample
+from composer_prime.inference.protocol import Completion
+from composer_prime.rollout.config import SamplingConfig
+from composer_prime.rollout.envs import Environment, Example, Score
+from composer_prime.rollout.sampler import Sampler, generate_request
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Group:
     scores: list[Score]
     weight_version: int
     generate_s: float
-    """Wall time of the /generate call (model time, as the orchestrator sees it)."""
+    """Wall time of the `generate` call (model time, as the caller sees it; 0 for a volunteer's group)."""
     total_s: float
     """Wall time of the whole rollout: templating, generation, decoding, scoring."""
 
@@ -50,10 +51,6 @@ class Group:
     @property
     def metrics(self) -> list[dict[str, float]]:
         return [s.metrics for s in self.scores]
-
-    def samples(self, advantages: list[float]) -> list[Sample]:
-        return [Sample(self.prompt_ids, c.token_ids, c.logprobs, advantage, self.weight_version)
-                for c, advantage in zip(self.completions, advantages, strict=True)]
 
 
 def answer_lengths(groups: Sequence[Group]) -> dict[str, float]:
@@ -88,41 +85,22 @@ def request_seed(*key: int) -> int:
     return int(np.random.default_rng(list(key)).integers(2**31 - 1))
 
 
-async def rollout_group(
-    client: InferenceClient,
-    env: Environment,
-    tokenizer: PreTrainedTokenizerBase,
-    example: Example,
-    *,
-    n: int,
-    max_tokens: int,
-    temperature: float,
-    top_p: float = 1.0,
-    seed: int | None = None,
-) -> Group:
+async def rollout_group(sampler: Sampler, env: Environment, tokenizer: PreTrainedTokenizerBase, example: Example,
+                        sampling: SamplingConfig, *, n: int, seed: int | None = None) -> Group:
     start = time.perf_counter()
     prompt_ids = prompt_token_ids(tokenizer, example.prompt)
-    request = GenerateRequest(
-        prompt_token_ids=prompt_ids,
-        n=n,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        top_p=top_p,
-        stop_token_ids=[tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [],
-        seed=seed,
-    )
     gen_start = time.perf_counter()
-    response = await client.generate(request)
-    generate_s = time.perf_counter() - gen_start
-    texts = [tokenizer.decode(c.token_ids, skip_special_tokens=True) for c in response.completions]
+    response = await sampler.generate(generate_request(prompt_ids, sampling, tokenizer, n=n, seed=seed))
+    return await score_group(env, tokenizer, example, prompt_ids, response.completions, response.weight_version,
+                             generate_s=time.perf_counter() - gen_start, start=start)
+
+
+async def score_group(env: Environment, tokenizer: PreTrainedTokenizerBase, example: Example, prompt_ids: list[int],
+                      completions: list[Completion], weight_version: int, *, generate_s: float = 0.0,
+                      start: float | None = None) -> Group:
+    """Completions of one prompt, decoded and scored by the environment, wherever they were sampled."""
+    start = time.perf_counter() if start is None else start
+    texts = [tokenizer.decode(c.token_ids, skip_special_tokens=True) for c in completions]
     scores = await asyncio.gather(*(env.score(example, text) for text in texts))
-    return Group(
-        example=example,
-        prompt_ids=prompt_ids,
-        completions=response.completions,
-        texts=texts,
-        scores=list(scores),
-        weight_version=response.weight_version,
-        generate_s=generate_s,
-        total_s=time.perf_counter() - start,
-    )
+    return Group(example=example, prompt_ids=prompt_ids, completions=completions, texts=texts, scores=list(scores),
+                 weight_version=weight_version, generate_s=generate_s, total_s=time.perf_counter() - start)

@@ -30,8 +30,8 @@ from pydantic_config import BaseConfig
 
 from composer_prime.cli import run_cli
 from composer_prime.messages import ToolCall
-from composer_prime.orchestrator.config import EnvConfig
-from composer_prime.orchestrator.envs import Environment, Example, ToolSession, load_environment
+from composer_prime.rollout.config import EnvConfig
+from composer_prime.rollout.envs import Environment, Example, ToolSession, load_environment
 
 
 class ComposerAction(Action):

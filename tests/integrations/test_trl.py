@@ -31,8 +31,8 @@ from composer_prime.integrations.trl import (  # noqa: E402
     teacher_prompt_ids,
 )
 from composer_prime.messages import Action, ChatMessage  # noqa: E402
-from composer_prime.orchestrator.config import EnvConfig  # noqa: E402
-from composer_prime.orchestrator.envs import load_environment  # noqa: E402
+from composer_prime.rollout.config import EnvConfig  # noqa: E402
+from composer_prime.rollout.envs import load_environment  # noqa: E402
 from composer_prime.pairs import PreferencePair, Provenance, write_pairs  # noqa: E402
 from composer_prime.trainer.config import HintLossConfig, PreferenceLossConfig  # noqa: E402
 from composer_prime.trainer.hint import HintChannel, HintTensors  # noqa: E402

@@ -156,11 +156,18 @@ class OrchestratorConfig(BaseConfig):
         Field(description="Also publish every step to this store (steps/step_<N>/), for trainer sites that do not "
                           "share output_dir (their data.store)."),
     ] = None
+    step_key: Annotated[
+        Path | None,
+        Field(description="Ed25519 key file that seals every step in step_store (created with <file>.pub beside it "
+                          "on first use); sites check the seal with that public key (trainer data.step_public_key)."),
+    ] = None
 
     @model_validator(mode="after")
     def _groups_divide_batch(self) -> OrchestratorConfig:
         if self.batch_size % self.group_size:
             raise ValueError(f"batch_size ({self.batch_size}) must be a multiple of group_size ({self.group_size})")
+        if self.step_store is not None and self.step_key is None:
+            raise ValueError("step_store needs step_key: remote sites train only on steps the orchestrator sealed")
         if self.source == "workers":
             if self.workers is None:
                 raise ValueError("source = 'workers' needs an [orchestrator.workers] section")

@@ -37,6 +37,7 @@ from rich.console import Console
 from rich.progress import Progress
 from transformers import PreTrainedTokenizerBase
 
+from composer_prime.broadcast import keys
 from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
 from composer_prime.errors import UserError
@@ -82,6 +83,7 @@ class Orchestrator:
         self.slots = asyncio.Semaphore(config.max_concurrent)
         self.hint_writer = make_hint_writer(config.hints.writer)
         self.step_store = Store.from_config(config.step_store) if config.step_store is not None else None
+        self.step_key = keys.load_or_create_private_key(config.step_key) if config.step_key is not None else None
         self.multi_turn = env.multi_turn
         if self.multi_turn and config.eval.num_examples:
             raise UserError(f"environment {env.id} is multi-turn (tools): held-out eval runs single-turn "
@@ -185,7 +187,7 @@ class Orchestrator:
             record["hints/sites"] = len(sites)
             record["hints/tokens"] = num_hint_tokens
         write_traces(cfg.output_dir, step, traces)  # before the step: a complete step always has its traces
-        write_step(cfg.output_dir, step, batches, record, self.step_store)
+        write_step(cfg.output_dir, step, batches, record, self.step_store, self.step_key)
         self.metrics.log(step, record)
         return record
 
@@ -291,7 +293,8 @@ async def orchestrate(config: OrchestratorConfig) -> None:
     metrics = MetricsLogger(config.output_dir, "orchestrator", config.log.wandb_project,
                             config.model_dump(mode="json"))
     if config.step_store is not None:
-        repaired = mirror_missing(Store.from_config(config.step_store), config.output_dir, config.train_world_size)
+        repaired = mirror_missing(Store.from_config(config.step_store), keys.load_or_create_private_key(config.step_key),
+                                  config.output_dir, config.train_world_size)
         if repaired:
             logger.info("uploaded steps %s to the step store (published here before a crash, not there)", repaired)
     if config.source == "workers":

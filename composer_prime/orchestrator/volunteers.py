@@ -110,6 +110,7 @@ class VolunteerSource:
         verifier = RolloutVerifier(self.registry, scorer, workers.verify, vocab_size)
         self.inbox = RolloutInbox(Store.from_config(workers.store), verifier, self.state_dir / "inbox.json")
         self.step_store = Store.from_config(config.step_store) if config.step_store is not None else None
+        self.step_key = keys.load_or_create_private_key(config.step_key) if config.step_key is not None else None
         self.pool_path = self.state_dir / "pool.msgpack"
         self.pool = msgspec.msgpack.decode(self.pool_path.read_bytes(), type=Pool) if self.pool_path.is_file() else Pool()
         done = set(completed_steps(config.output_dir, config.train_world_size))
@@ -208,7 +209,7 @@ class VolunteerSource:
         }
         for worker, stats in self.registry.summary().items():
             record |= {f"workers/{worker}/{k}": float(v) for k, v in stats.items() if not isinstance(v, dict)}
-        write_step(cfg.output_dir, step, batches, record, self.step_store)
+        write_step(cfg.output_dir, step, batches, record, self.step_store, self.step_key)
         self.metrics.log(step, record)
         self.pool.groups = [g for g in self.pool.groups if g.step != step]
         self.save_pool()

@@ -43,6 +43,7 @@ class LocalRun:
         self.env = {**self.s3.env, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
         self.store = {"url": "s3://run", "endpoint_url": self.s3.endpoint_url}
         self.run_key = keys.load_or_create_private_key(root / "run.key")
+        self.step_key = keys.load_or_create_private_key(root / "step.key")  # the orchestrator's step seal
         self.lighthouse_port, origin_port, relay_port, coordinator_port = (free_port() for _ in range(4))
         self.origin_port, self.relay_port, self.coordinator_port = origin_port, relay_port, coordinator_port
         self.origin, self.relay = f"http://127.0.0.1:{origin_port}", f"http://127.0.0.1:{relay_port}"
@@ -67,7 +68,7 @@ class LocalRun:
             "publish_weights": shard == 0, "data": {"shard": shard, "shards": self.sites},
         }
         # The lead site shares the orchestrator's disk; the others fetch their shard from the store.
-        config["data"] |= {"dir": str(self.run)} if shard == 0 else {"store": self.store}
+        config["data"] |= {"dir": str(self.run)} if shard == 0 else {"store": self.store, "step_public_key": keys.public_hex(self.step_key)}
         if self.sites > 1:
             # Few inner steps per sync: plain averaging, not DiLoCo's momentum (composer_prime/diloco/config.py).
             config["diloco"] = {"mode": "torchft", "site_id": name, "lighthouse": f"http://127.0.0.1:{self.lighthouse_port}",
@@ -101,7 +102,7 @@ class LocalRun:
             "train_world_size": self.sites, "async_level": 1, "max_off_policy_steps": 3, "env": {"id": "reverse-text"},
             "eval": {"num_examples": 0}, "sampling": {"temperature": 1.0, "max_tokens": 16},
             "advantage": {"std_normalize": True}, "log": {"progress": False}, "source": "workers",
-            "step_store": self.store,
+            "step_store": self.store, "step_key": str(self.root / "step.key"),
             "workers": {"port": self.coordinator_port, "join_token": TOKEN, "run_public_key": keys.public_hex(self.run_key),
                         "store": self.store, "broadcast_servers": [self.relay, self.origin], "prompts_per_batch": 4,
                         "poll_s": 0.3, "verify": self.verify_config()},

@@ -85,6 +85,14 @@ class EvalConfig(PassAtKConfig):
     ] = True
 
 
+class UploadsConfig(BaseConfig):
+    """Upload grants for volunteers, who hold no store credential (worker/grants.py)."""
+
+    max_bytes: Annotated[int, Field(ge=1, description="Largest batch a worker may upload.")] = 64 * 2**20
+    grant_ttl_s: Annotated[int, Field(ge=1, le=7 * 86400, description="Seconds an upload grant stays valid.")] = 300
+    grants_per_hour: Annotated[int, Field(ge=1, description="Upload grants one worker may get in any hour.")] = 600
+
+
 class WorkersConfig(BaseConfig):
     """orchestrator.source = "workers": volunteer workers sample, this process admits and verifies them."""
 
@@ -94,8 +102,8 @@ class WorkersConfig(BaseConfig):
     run_id: Annotated[str, Field(description="Run name announced to workers.")] = "run"
     run_public_key: Annotated[str, Field(description="The run's public key (hex, or the file broadcast.watch wrote "
                                                      "beside the run key) that signs weight manifests.")]
-    store: Annotated[StoreConfig, Field(description="Run store root: workers upload to rollouts/, weights are under "
-                                                    "broadcasts/ (broadcast.watch).")]
+    store: Annotated[StoreConfig, Field(description="Run store root as the coordinator uses it: it reads rollouts/ and "
+                                                    "grants workers uploads there (they hold no credential).")]
     broadcast_servers: Annotated[list[str], Field(description="Origin and relay URLs as workers reach them.")] = []
     prompts_per_batch: Annotated[int, Field(ge=1, description="Prompts per uploaded batch.")] = 4
     weights_dir: Annotated[
@@ -104,6 +112,7 @@ class WorkersConfig(BaseConfig):
     ] = None
     poll_s: Annotated[float, Field(gt=0, description="Seconds between looks at the store for new batches.")] = 0.5
     verify: VerifyConfig = VerifyConfig()
+    uploads: UploadsConfig = UploadsConfig()
 
 
 class OrchestratorConfig(BaseConfig):

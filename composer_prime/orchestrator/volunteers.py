@@ -43,7 +43,9 @@ from composer_prime.verify.registry import WorkerRegistry
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.verifier import Decision, RolloutVerifier
 from composer_prime.weights import latest_version, version_dir
+from composer_prime.worker.announce import HeldVersion
 from composer_prime.worker.coordinator import create_coordinator_app
+from composer_prime.worker.grants import make_granter
 from composer_prime.worker.protocol import JoinResponse
 
 logger = logging.getLogger(__name__)
@@ -116,6 +118,7 @@ class VolunteerSource:
         done = set(completed_steps(config.output_dir, config.train_world_size))
         self.pool.groups = [g for g in self.pool.groups if g.step not in done]
         self.run_public_key = keys.public_hex(keys.load_public_key(workers.run_public_key))
+        self.announced_version = HeldVersion(workers.broadcast_servers, self.current_version)
 
     def current_version(self) -> int:
         return latest_version(self.weights_dir)
@@ -124,10 +127,10 @@ class VolunteerSource:
         cfg, workers = self.config, self.workers
         return JoinResponse(
             run_id=workers.run_id, run_public_key=self.run_public_key, broadcast_servers=workers.broadcast_servers,
-            store_url=workers.store.url, store_endpoint_url=workers.store.endpoint_url, env_id=cfg.env.id,
+            upload_max_bytes=workers.uploads.max_bytes, env_id=cfg.env.id,
             temperature=cfg.sampling.temperature, max_tokens=cfg.sampling.max_tokens,
             samples_per_prompt=cfg.group_size, prompts_per_batch=workers.prompts_per_batch,
-            current_version=self.current_version(),
+            current_version=self.announced_version(),
             proofs=workers.verify.toploc.spec() if workers.verify.toploc is not None else None)
 
     def save_pool(self) -> None:
@@ -219,7 +222,8 @@ class VolunteerSource:
         cfg = self.config
         start = next_step(cfg.output_dir, cfg.train_world_size)
         log_unlogged_steps(cfg.output_dir, cfg.train_world_size, self.metrics)
-        app = create_coordinator_app(self.registry, self.workers.join_token, self.run_info, self.current_version)
+        app = create_coordinator_app(self.registry, self.workers.join_token, self.run_info, self.announced_version,
+                                     make_granter(self.workers.store), self.workers.uploads)
         with ServedApp(app, host=self.workers.host, port=self.workers.port):
             logger.info("coordinator on http://%s:%d; steps %d..%d from volunteer workers", self.workers.host,
                         self.workers.port, start, cfg.max_steps)

@@ -48,7 +48,8 @@ class GrantRequest(BaseModel):
     size: int = Field(ge=1, description="Exact byte count of the batch.")
     md5: str = Field(pattern=_MD5_B64, description="Base64 MD5 of the batch (the Content-MD5 header).")
     time: float
-    signature: str = Field(description="Ed25519 over `grant_message(...)`, hex: only the worker gets its grants.")
+    signature: str = Field(pattern=r"^[0-9a-f]{128}$",
+                           description="Ed25519 over `grant_message(...)`, hex: only the worker gets its grants.")
 
 
 class UploadGrant(BaseModel):

@@ -11,8 +11,8 @@ Every process holds only its role's store key; the workers hold none and upload 
 second malicious worker turns on the store itself (tests/worker/store_attacks.py: a forged step with
 its marker, another worker's batch, a weight shard, outside its prefix, an expired grant, too many
 bytes): the store or the coordinator refuses every attempt. And with the orchestrator's key, as if it
-leaked, a forged last step is written ahead of the real one: the remote site refuses it (not sealed)
-and trains the orchestrator's.
+leaked, a forged step 3 is written ahead of the real one: the remote site refuses it (not sealed) and
+trains the orchestrator's.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from composer_prime.worker.protocol import JoinRequest
 
 pytestmark = pytest.mark.slow
 STEPS = 12
+FORGED = 3  # the step forged ahead of the orchestrator: early, so the site meets it before the real one
 TOPLOC = importlib.util.find_spec("toploc") is not None  # the optional extra (CI installs it)
 
 
@@ -59,20 +60,21 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
                                     "--model", str(WARMSTART), "--state-dir", str(tmp_path / "mallory"),
                                     "--batches", "8"])
 
-        # With the orchestrator's key (leaked), a forged last step lands ahead of the real one; its seal is eve's.
+        # With the orchestrator's key (leaked), a forged step lands ahead of the real one; its seal is eve's.
         admin = Store("s3://run", cluster.s3.endpoint_url, key=cluster.s3.access_key, secret=cluster.s3.secret_key)
         key, secret = cluster.s3.roles["orchestrator"]
         leaked = Store("s3://run", cluster.s3.endpoint_url, key=key, secret=secret)
         eve = keys.generate_key()
-        forged = b"forged batch for the last step"
-        leaked.write_bytes(store_batch_key(STEPS, 1), forged)
-        leaked.write_bytes(store_complete_key(STEPS), seal_step(eve, STEPS, [forged, forged]))
+        forged = b"a forged batch"
+        leaked.write_bytes(store_batch_key(FORGED, 1), forged)
+        leaked.write_bytes(store_complete_key(FORGED), seal_step(eve, FORGED, [forged, forged]))
 
-        # Eve, a volunteer like any other, turns on the store once an honest batch is there.
+        # Eve, a volunteer like any other, joins and turns on the store once an honest batch is there.
+        cluster.wait("an honest batch in the store",
+                     lambda: admin.fs.invalidate_cache() or bool(admin.list("rollouts/honest-1")), 600)
         httpx.post(f"{cluster.run_url}/join", json=JoinRequest(join_token=TOKEN, worker_id="eve",
                                                                public_key=keys.public_hex(eve)).model_dump()
                    ).raise_for_status()
-        cluster.wait("an honest batch in the store", lambda: bool(admin.list("rollouts/honest-1")), 600)
         victim = f"rollouts/honest-1/{admin.list('rollouts/honest-1')[0]}"
         shard = "broadcasts/step_0/shards/0"
         before = {k: admin.read_bytes(k) for k in (victim, shard)}
@@ -98,12 +100,12 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
     # Every attack on the store refused, and nothing it aimed at changed.
     assert all(c["attempts"] > 0 and c["refused"] == c["attempts"] for c in attacks.values()), attacks
     assert len(attacks) == 6 and untouched
-    # The forged last step was refused (eve's seal) and the orchestrator's trained in its place.
+    # The forged step was refused (eve's seal) and the orchestrator's trained in its place.
     logs = tmp_path / "logs"
-    assert f"refused step {STEPS} from s3://run: step {STEPS}: the seal's signature is not the orchestrator's" in (
-        logs / "site-b-restarted.log").read_text()
-    assert (tmp_path / "b" / "rollouts" / f"step_{STEPS}" / "rank_1.msgpack").read_bytes() == (
-        tmp_path / "run" / "rollouts" / f"step_{STEPS}" / "rank_1.msgpack").read_bytes()
+    assert f"refused step {FORGED} from s3://run: step {FORGED}: the seal's signature is not the orchestrator's" in (
+        logs / "site-b.log").read_text()
+    assert (tmp_path / "b" / "rollouts" / f"step_{FORGED}" / "rank_1.msgpack").read_bytes() == (
+        tmp_path / "run" / "rollouts" / f"step_{FORGED}" / "rank_1.msgpack").read_bytes()
 
     # Every honest batch accepted; the malicious worker's samples all rejected, and it is banned.
     workers = json.loads((tmp_path / "run" / "workers" / "registry.json").read_text())

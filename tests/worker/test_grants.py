@@ -113,6 +113,7 @@ def test_grants_are_counted_per_worker_and_refused_to_strangers(tmp_path):
                                              UploadsConfig(max_bytes=64, grant_ttl_s=1, grants_per_hour=2)))
     request = signed_grant_request(key, "w1", "0001-a", b"batch").model_dump()
     assert http.post("/grant", json={**request, "signature": "00" * 64}).status_code == 403
+    assert http.post("/grant", json={**request, "signature": "zz"}).status_code == 422  # not a 500
     stranger = signed_grant_request(keys.generate_key(), "w2", "0001-a", b"batch").model_dump()
     assert http.post("/grant", json=stranger).status_code == 403
     assert http.post("/grant", json={**request, "time": request["time"] - 3600}).status_code == 403  # signed time

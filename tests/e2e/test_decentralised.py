@@ -117,7 +117,8 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
     assert workers["mallory"]["stats"]["samples_accepted"] <= 0.01 * sum(sent.values()), (workers["mallory"], sent)
     assert workers["mallory"]["banned"]
     # Before the ban (96 samples) the first three attacks met their own checks (with proofs: fabricated log-probs,
-    # proofs from other weights, a stale version); the forged batch never counts against anyone.
+    # proofs from other weights, a stale version); the forged batch never counts against the worker it names (it
+    # lands under mallory's own prefix, so it counts against mallory: `misplaced`).
     expected = {"logprob-mismatch", "stale", "toploc-mismatch"} if TOPLOC else {"logprob-mismatch", "stale"}
     assert workers["mallory"]["stats"]["reasons"].keys() >= expected, workers["mallory"]
     assert workers["honest-1"]["stats"]["reasons"] == {}

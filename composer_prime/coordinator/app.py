@@ -3,6 +3,7 @@
 POST /join       join token + worker id + public key -> what the worker needs to take part
 POST /heartbeat  signed liveness; answers the current weight version and whether the worker is banned
 GET  /workers    registry summary (per-worker accept/reject counts, bans, last heartbeat)
+POST /grant      signed request for one batch upload under the worker's prefix (coordinator/grants.py)
 
 A worker id is bound to the first key it joined with (WorkerRegistry), so a restarted worker keeps
 its identity by keeping its key file, and nobody else can take the id over.
@@ -10,6 +11,7 @@ its identity by keeping its key file, and nobody else can take the id over.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import time
 from collections.abc import Callable
@@ -17,8 +19,11 @@ from collections.abc import Callable
 from fastapi import FastAPI, HTTPException
 
 from composer_prime.broadcast import keys
+from composer_prime.coordinator.config import UploadsConfig
 from composer_prime.verify.registry import WorkerRegistry
+from composer_prime.coordinator.grants import Granter, add_grant_routes
 from composer_prime.coordinator.protocol import (
+    MAX_CLOCK_SKEW_S,
     PROTOCOL_VERSION,
     Heartbeat,
     HeartbeatResponse,
@@ -27,13 +32,13 @@ from composer_prime.coordinator.protocol import (
     heartbeat_message,
 )
 
-MAX_CLOCK_SKEW_S = 120.0
-
 
 def create_coordinator_app(registry: WorkerRegistry, join_token: str, run_info: Callable[[], JoinResponse],
-                           current_version: Callable[[], int]) -> FastAPI:
-    """`run_info()` gives the join answer (current version included); `current_version()` the newest version."""
+                           current_version: Callable[[], int], granter: Granter, uploads: UploadsConfig) -> FastAPI:
+    """`run_info()` gives the join answer (current version included); `current_version()` the newest version
+    the workers can fetch; `granter` signs their uploads within `uploads`' limits."""
     app = FastAPI(title="composer-prime run coordinator")
+    add_grant_routes(app, registry, granter, uploads)
     last_seen: dict[str, dict] = {}
     app.state.last_seen = last_seen
 
@@ -49,7 +54,7 @@ def create_coordinator_app(registry: WorkerRegistry, join_token: str, run_info: 
             raise HTTPException(409, str(exc)) from None
         if registry.workers[request.worker_id].banned:
             raise HTTPException(403, "worker is banned")
-        return run_info()
+        return await asyncio.to_thread(run_info)
 
     @app.post("/heartbeat")
     async def heartbeat(beat: Heartbeat) -> HeartbeatResponse:
@@ -61,7 +66,8 @@ def create_coordinator_app(registry: WorkerRegistry, join_token: str, run_info: 
             raise HTTPException(400, "heartbeat time too far from the coordinator's clock (replayed?)")
         last_seen[beat.worker_id] = {"time": beat.time, "weight_version": beat.weight_version,
                                      "batches_uploaded": beat.batches_uploaded}
-        return HeartbeatResponse(current_version=current_version(), banned=registry.workers[beat.worker_id].banned)
+        announced = await asyncio.to_thread(current_version)  # may ask the broadcast servers (coordinator/announce.py)
+        return HeartbeatResponse(current_version=announced, banned=registry.workers[beat.worker_id].banned)
 
     @app.get("/workers")
     async def workers() -> dict:

@@ -8,7 +8,8 @@ from pydantic import BaseModel, Field
 
 from composer_prime.verify.toploc import ProofSpec
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # v2: uploads through grants (coordinator/grants.py), no store in the join answer
+MAX_CLOCK_SKEW_S = 120.0
 
 
 class JoinRequest(BaseModel):
@@ -22,8 +23,7 @@ class JoinResponse(BaseModel):
     run_id: str
     run_public_key: str = Field(description="Verifies weight manifests.")
     broadcast_servers: list[str] = Field(description="Origin and relays to pull weights from.")
-    store_url: str = Field(description="Object store root; batches go under rollouts/<worker_id>/.")
-    store_endpoint_url: str | None = None
+    upload_max_bytes: int = Field(description="Largest batch the run grants an upload for (POST /grant).")
     env_id: str
     env_args: dict[str, Any] = Field(default={}, description="The run's environment args: example ids index its split.")
     temperature: float

@@ -10,6 +10,7 @@ from pydantic_config import BaseConfig
 
 from composer_prime.broadcast.store import StoreConfig
 from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.coordinator.config import UploadsConfig
 from composer_prime.heldout.config import PassAtKConfig
 from composer_prime.hints.config import HintsConfig
 from composer_prime.rollout.config import EnvConfig, SamplingConfig
@@ -55,8 +56,8 @@ class WorkersConfig(BaseConfig):
     run_id: Annotated[str, Field(description="Run name announced to workers.")] = "run"
     run_public_key: Annotated[str, Field(description="The run's public key (hex, or the file broadcast.watch wrote "
                                                      "beside the run key) that signs weight manifests.")]
-    store: Annotated[StoreConfig, Field(description="Run store root: workers upload to rollouts/, weights are under "
-                                                    "broadcasts/ (broadcast.watch).")]
+    store: Annotated[StoreConfig, Field(description="Run store root as the coordinator uses it: it reads rollouts/ and "
+                                                    "grants workers uploads there (they hold no credential).")]
     broadcast_servers: Annotated[list[str], Field(description="Origin and relay URLs as workers reach them.")] = []
     prompts_per_batch: Annotated[int, Field(ge=1, description="Prompts per uploaded batch.")] = 4
     weights_dir: Annotated[
@@ -65,6 +66,7 @@ class WorkersConfig(BaseConfig):
     ] = None
     poll_s: Annotated[float, Field(gt=0, description="Seconds between looks at the store for new batches.")] = 0.5
     verify: VerifyConfig = VerifyConfig()
+    uploads: UploadsConfig = UploadsConfig()
 
 
 class OrchestratorConfig(BaseConfig):
@@ -117,6 +119,11 @@ class OrchestratorConfig(BaseConfig):
         Field(description="Also publish every step to this store (steps/step_<N>/), for trainer sites that do not "
                           "share output_dir (their data.store)."),
     ] = None
+    step_key: Annotated[
+        Path | None,
+        Field(description="Ed25519 key file that seals every step in step_store (created with <file>.pub beside it "
+                          "on first use); sites check the seal with that public key (trainer data.step_public_key)."),
+    ] = None
 
     @model_validator(mode="after")
     def _groups_divide_batch(self) -> OrchestratorConfig:
@@ -124,6 +131,8 @@ class OrchestratorConfig(BaseConfig):
             raise ValueError("sampling.temperature must be > 0: the trainer divides logits by it")
         if self.batch_size % self.group_size:
             raise ValueError(f"batch_size ({self.batch_size}) must be a multiple of group_size ({self.group_size})")
+        if self.step_store is not None and self.step_key is None:
+            raise ValueError("step_store needs step_key: remote sites train only on steps the orchestrator sealed")
         if self.source == "workers":
             if self.workers is None:
                 raise ValueError("source = 'workers' needs an [orchestrator.workers] section")

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.progress import Progress
 from transformers import PreTrainedTokenizerBase
 
+from composer_prime.broadcast import keys
 from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
 from composer_prime.errors import UserError
@@ -126,7 +127,8 @@ async def orchestrate(config: OrchestratorConfig) -> None:
     metrics = MetricsLogger(config.output_dir, "orchestrator", config.log.wandb_project,
                             config.model_dump(mode="json"))
     if config.step_store is not None:
-        repaired = mirror_missing(Store.from_config(config.step_store), config.output_dir, config.train_world_size)
+        repaired = mirror_missing(Store.from_config(config.step_store), keys.load_or_create_private_key(config.step_key),
+                                  config.output_dir, config.train_world_size)
         if repaired:
             logger.info("uploaded steps %s to the step store (published here before a crash, not there)", repaired)
     try:

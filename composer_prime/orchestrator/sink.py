@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
+from composer_prime.broadcast import keys
 from composer_prime.broadcast.store import Store
 from composer_prime.hints.writer import make_hint_writer
 from composer_prime.inference.client import InferenceClient
@@ -72,6 +73,7 @@ class StepSink:
         self.config, self.tokenizer, self.metrics, self.hint_client = config, tokenizer, metrics, hint_client
         self.hint_writer = make_hint_writer(config.hints.writer)
         self.step_store = Store.from_config(config.step_store) if config.step_store is not None else None
+        self.step_key = keys.load_or_create_private_key(config.step_key) if config.step_key is not None else None
 
     async def publish(self, step: int, collected: CollectedStep) -> dict[str, float]:
         cfg = self.config
@@ -95,7 +97,7 @@ class StepSink:
             record["hints/sites"] = len(sites)
             record["hints/tokens"] = num_hint_tokens
         write_traces(cfg.output_dir, step, traces)
-        write_step(cfg.output_dir, step, batches, record, self.step_store)
+        write_step(cfg.output_dir, step, batches, record, self.step_store, self.step_key)
         self.metrics.log(step, record)
         return record
 

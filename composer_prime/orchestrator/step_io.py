@@ -8,8 +8,9 @@ their collectives). The saved metrics let a restart log a step that was publishe
 logged when the process died, so every step is produced once and logged once.
 
 Trainer sites that do not share this disk read steps from a store (`orchestrator.step_store`):
-each published step's rank files are uploaded, then its COMPLETE marker. A crash between the local
-publish and the upload is repaired at start-up (`mirror_missing`).
+each published step's rank files are uploaded, then its COMPLETE marker holding the orchestrator's
+seal (verify/step_seal.py), which a site checks before training. A crash between the local publish and
+the upload is repaired at start-up (`mirror_missing`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from composer_prime.batch import TrainBatch, batch_path, store_batch_key, store_complete_key, write_batch
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from composer_prime.broadcast.store import Store
 from composer_prime.utils.fs import atomic_publish_dir, atomic_write_bytes
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
+from composer_prime.verify.step_seal import seal_step
 
 METRICS_FILE = "orchestrator_metrics.json"
 _STEP_DIR = re.compile(r"^step_(\d+)$")
@@ -34,9 +38,9 @@ def step_dir(output_dir: Path, step: int) -> Path:
 
 
 def write_step(output_dir: Path, step: int, batches: list[TrainBatch], metrics: dict[str, Any],
-               store: Store | None = None) -> Path:
-    """Publish all ranks' batches of `step` and its metrics in one rename, then to `store` if given;
-    returns the step directory."""
+               store: Store | None = None, key: Ed25519PrivateKey | None = None) -> Path:
+    """Publish all ranks' batches of `step` and its metrics in one rename, then to `store` if given
+    (sealed with `key`); returns the step directory."""
     final = step_dir(output_dir, step)
     staging = final.parent / f".staging_step_{step}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -48,22 +52,23 @@ def write_step(output_dir: Path, step: int, batches: list[TrainBatch], metrics: 
     atomic_publish_dir(staged, final)
     shutil.rmtree(staging, ignore_errors=True)
     if store is not None:
-        mirror_step(store, output_dir, step, len(batches))
+        mirror_step(store, key, output_dir, step, len(batches))
     return final
 
 
-def mirror_step(store: Store, output_dir: Path, step: int, world_size: int) -> None:
-    for rank in range(world_size):
-        store.write_bytes(store_batch_key(step, rank), batch_path(output_dir, step, rank).read_bytes())
-    store.write_bytes(store_complete_key(step), b"")
+def mirror_step(store: Store, key: Ed25519PrivateKey, output_dir: Path, step: int, world_size: int) -> None:
+    ranks = [batch_path(output_dir, step, rank).read_bytes() for rank in range(world_size)]
+    for rank, data in enumerate(ranks):
+        store.write_bytes(store_batch_key(step, rank), data)
+    store.write_bytes(store_complete_key(step), seal_step(key, step, ranks))
 
 
-def mirror_missing(store: Store, output_dir: Path, world_size: int) -> list[int]:
+def mirror_missing(store: Store, key: Ed25519PrivateKey, output_dir: Path, world_size: int) -> list[int]:
     """Upload the published steps the store lacks (a crash came between the two); returns them."""
     store.fs.invalidate_cache()
     missing = [step for step in completed_steps(output_dir, world_size) if not store.exists(store_complete_key(step))]
     for step in missing:
-        mirror_step(store, output_dir, step, world_size)
+        mirror_step(store, key, output_dir, step, world_size)
     return missing
 
 

@@ -32,7 +32,9 @@ from transformers import AutoConfig, PreTrainedTokenizerBase
 
 from composer_prime.broadcast import keys
 from composer_prime.broadcast.store import Store
+from composer_prime.coordinator.announce import HeldVersion
 from composer_prime.coordinator.app import create_coordinator_app
+from composer_prime.coordinator.grants import make_granter
 from composer_prime.coordinator.protocol import JoinResponse
 from composer_prime.errors import UserError
 from composer_prime.inference.protocol import Completion
@@ -124,6 +126,7 @@ class VolunteerSource:
         done = set(completed_steps(config.output_dir, config.train_world_size))
         self.pool.groups = [g for g in self.pool.groups if g.step not in done]
         self.run_public_key = keys.public_hex(keys.load_public_key(workers.run_public_key))
+        self.announced_version = HeldVersion(workers.broadcast_servers, self.current_version)
 
     def current_version(self) -> int:
         return latest_version(self.weights_dir)
@@ -132,10 +135,10 @@ class VolunteerSource:
         cfg, workers = self.config, self.workers
         return JoinResponse(
             run_id=workers.run_id, run_public_key=self.run_public_key, broadcast_servers=workers.broadcast_servers,
-            store_url=workers.store.url, store_endpoint_url=workers.store.endpoint_url, env_id=cfg.env.id,
+            upload_max_bytes=workers.uploads.max_bytes, env_id=cfg.env.id,
             env_args=cfg.env.args, temperature=cfg.sampling.temperature, max_tokens=cfg.sampling.max_tokens,
             samples_per_prompt=cfg.group_size, prompts_per_batch=workers.prompts_per_batch,
-            current_version=self.current_version(),
+            current_version=self.announced_version(),
             proofs=workers.verify.toploc.spec() if workers.verify.toploc is not None else None)
 
     def prompt_of(self, example_id: int) -> list[int] | None:
@@ -222,7 +225,8 @@ class VolunteerSource:
 
     async def serve(self) -> None:
         """The coordinator (/join, /heartbeat, /workers) for as long as the loop runs."""
-        app = create_coordinator_app(self.registry, self.workers.join_token, self.run_info, self.current_version)
+        app = create_coordinator_app(self.registry, self.workers.join_token, self.run_info, self.announced_version,
+                                     make_granter(self.workers.store), self.workers.uploads)
         with ServedApp(app, host=self.workers.host, port=self.workers.port):
             logger.info("coordinator on http://%s:%d; steps up to %d from volunteer workers", self.workers.host,
                         self.workers.port, self.config.max_steps)

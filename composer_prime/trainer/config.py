@@ -110,6 +110,18 @@ class DataConfig(BaseConfig):
         Field(description="Fetch steps from the orchestrator's step_store instead of a shared disk; they are "
                           "downloaded into dir (a site on another machine)."),
     ] = None
+    step_public_key: Annotated[
+        str | None,
+        Field(description="The orchestrator's step_key public key (hex, or the .pub file beside it): with store, a "
+                          "step is trained only when its seal checks (verify/step_seal.py); others are refused."),
+    ] = None
+
+    @model_validator(mode="after")
+    def _store_needs_key(self) -> DataConfig:
+        if self.store is not None and self.step_public_key is None:
+            raise ValueError("data.store needs data.step_public_key: a step from a shared store is trained only when "
+                             "the orchestrator's seal checks")
+        return self
 
 
 class TrainerConfig(BaseConfig):

@@ -2,44 +2,63 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 import torch
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from composer_prime.batch import MicroBatch, TrainBatch, batch_path, read_batch, store_batch_key, store_complete_key
 from composer_prime.broadcast.store import Store
 from composer_prime.errors import UserError
 from composer_prime.utils.fs import atomic_write_bytes
+from composer_prime.verify.step_seal import StepRefused, check_rank
+
+logger = logging.getLogger(__name__)
 
 _POLL_S = 0.05
 _STORE_POLL_S = 0.5  # each look at an object store is a request
 
 
-def fetch_from_store(store: Store, output_dir: Path, step: int, rank: int) -> bool:
-    """Download this rank's batch of `step` into `output_dir` once the step is complete in the store."""
+def fetch_from_store(store: Store, public_key: Ed25519PublicKey, output_dir: Path, step: int, rank: int,
+                     world_size: int) -> bool:
+    """Download this rank's batch of `step` into `output_dir` once the step is complete in the store and
+    sealed by the orchestrator; raise StepRefused (with the reason) when it is there but not sealed."""
     store.fs.invalidate_cache()  # s3fs caches listings: the marker must show up on the next look
     if not store.exists(store_complete_key(step)):
         return False
-    atomic_write_bytes(batch_path(output_dir, step, rank), store.read_bytes(store_batch_key(step, rank)))
+    data = store.read_bytes(store_batch_key(step, rank))
+    check_rank(public_key, store.read_bytes(store_complete_key(step)), step, rank, world_size, data)
+    atomic_write_bytes(batch_path(output_dir, step, rank), data)
     return True
 
 
 def wait_for_batch(
-    output_dir: Path, step: int, rank: int, world_size: int, timeout_s: float, store: Store | None = None
+    output_dir: Path, step: int, rank: int, world_size: int, timeout_s: float, store: Store | None = None,
+    public_key: Ed25519PublicKey | None = None,
 ) -> tuple[TrainBatch, float]:
     """Block until `rollouts/step_<step>/rank_<rank>.msgpack` exists (fetched from `store` when given,
-    the orchestrator's step_store); return it and the seconds waited."""
+    the orchestrator's step_store, and checked against its `public_key`); return it and the seconds waited.
+    A step in the store without a good seal is logged and waited past: the orchestrator's own may follow."""
     path = batch_path(output_dir, step, rank)
     start = time.monotonic()
+    refused = None
     while not path.is_file():
-        if store is not None and fetch_from_store(store, output_dir, step, rank):
-            break
+        try:
+            if store is not None and fetch_from_store(store, public_key, output_dir, step, rank, world_size):
+                break
+        except (StepRefused, FileNotFoundError) as exc:
+            if str(exc) != refused:  # once per reason, not once per look
+                logger.warning("refused step %d from %s: %s; waiting for one the orchestrator sealed", step,
+                               store.url, exc)
+                refused = str(exc)
         if time.monotonic() - start > timeout_s:
             where = f"in {store.url}" if store is not None else f"at {path}"
-            raise UserError(f"no batch for step {step} {where} after {timeout_s:g} s (is the orchestrator running?)")
+            why = f"; refused: {refused}" if refused else " (is the orchestrator running?)"
+            raise UserError(f"no batch for step {step} {where} after {timeout_s:g} s{why}")
         time.sleep(_STORE_POLL_S if store is not None else _POLL_S)
     idle_s = time.monotonic() - start
     try:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from composer_prime.broadcast import keys
 from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
 from composer_prime.errors import UserError
@@ -150,6 +151,7 @@ def train(config: TrainerConfig, world: World) -> None:
         site.load_state_dict(state)  # after the site saved the resumed weights as its starting point
     data_dir = config.data.dir or config.output_dir
     step_store = Store.from_config(config.data.store) if config.data.store is not None else None
+    step_public_key = keys.load_public_key(config.data.step_public_key) if config.data.store is not None else None
     data_rank = config.data.shard * world.world_size + world.rank
     data_ranks = config.data.shards * world.world_size
 
@@ -171,7 +173,7 @@ def train(config: TrainerConfig, world: World) -> None:
                 if site is not None:
                     site.step = step
                 batch, idle_s = wait_for_batch(data_dir, step, data_rank, data_ranks, config.batch_timeout_s,
-                                               step_store)
+                                               step_store, step_public_key)
                 if config.data.shards > 1:
                     batch = own_share(batch)
                 lr = learning_rate(step, config.optim)

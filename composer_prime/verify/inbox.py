@@ -37,13 +37,13 @@ class RolloutInbox:
             for name, modified in self.store.list_modified(f"rollouts/{worker}"):
                 key = f"rollouts/{worker}/{name}"
                 if name.endswith(".msgpack") and key not in self.processed:
-                    new.append((modified, name, key))
+                    new.append((modified, name, key, worker))
         decisions = []
         # Upload order across workers, first come first verified. Object stores keep seconds only; within a
         # second the time-ordered batch ids workers choose (worker/main.py) keep the order.
-        for _, _, key in sorted(new):
+        for _, _, key, worker in sorted(new):
             data = self.store.read_bytes(key)
-            decisions.append(self.verifier.verify(data, current_version()))
+            decisions.append(self.verifier.verify(data, current_version(), uploader=worker))
             self.processed.add(key)
         if decisions and commit:
             self.commit()

@@ -18,7 +18,9 @@ match what the trusted weights give for the submitted tokens.
 
 A worker whose sample failure rate passes `ban_failure_rate` (after `ban_min_samples`) is banned.
 A bad signature is never counted against the worker it names: anyone can forge the name, and
-counting it would let an attacker get an honest worker banned.
+counting it would let an attacker get an honest worker banned. What the inbox found under a worker's own
+store prefix (only that worker can write there) counts against that worker: an undecodable batch
+(`malformed`), or one naming another worker (`misplaced`).
 """
 
 from __future__ import annotations
@@ -94,11 +96,19 @@ class RolloutVerifier:
             if type(scorer).hidden_states is Scorer.hidden_states:
                 raise UserError(f"TOPLOC checks need hidden states, which {type(scorer).__name__} cannot give")
 
-    def verify(self, data: bytes, current_version: int) -> Decision:
+    def verify(self, data: bytes, current_version: int, uploader: str | None = None) -> Decision:
+        """`uploader`: the worker whose store prefix held the batch. Workers upload by grant under their own
+        prefix only (worker/grants.py), so a batch there that does not decode, or names another worker, is
+        that worker's doing and counts against it."""
+        blame = uploader if uploader in self.registry.workers else None
         try:
             signed = decode_signed(data)
         except (msgspec.DecodeError, msgspec.ValidationError):
+            if blame is not None:
+                return self._refuse(Decision(blame, "?"), "malformed", 1)
             return Decision("?", "?", batch_reason="malformed")
+        if blame is not None and signed.worker_id != blame:
+            return self._refuse(Decision(blame, "?"), "misplaced", 1)
         decision = Decision(signed.worker_id, "?")
         entry = self.registry.workers.get(signed.worker_id)
         if entry is None:

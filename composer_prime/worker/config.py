@@ -28,9 +28,6 @@ class WorkerConfig(BaseConfig):
     dtype: Annotated[Dtype | None, Field(description="Model dtype; None: bfloat16 on CUDA, float32 on CPU.")] = None
     device: Annotated[str | None, Field(description="torch device; None picks cuda when available.")] = None
     num_threads: NumThreads = None
-    use_store_for_weights: Annotated[
-        bool, Field(description="Also pull weight shards straight from the run's object store (besides its servers).")
-    ] = True
     max_batches_per_version: Annotated[
         int | None,
         Field(ge=1, description="Upload at most this many batches per weight version, then wait for the next one "

@@ -3,7 +3,8 @@
   join (token) -> pull the newest verified weight version -> loop:
       roll out `prompts_per_batch` prompts x `samples_per_prompt` completions on the local engine
       (rollout/single_turn.py, as the run's own inference source does), attach TOPLOC proofs when the
-      run asks for them, sign the batch, journal it, upload it to `rollouts/<worker_id>/<batch_id>.msgpack`;
+      run asks for them, sign the batch, journal it, upload it to `rollouts/<worker_id>/<batch_id>.msgpack`
+      through a grant from the run (coordinator/grants.py: no store credential here);
       pick up newer weight versions that heartbeats announce.
 
 Disconnects: every request to the coordinator, the servers and the store is retried with
@@ -26,11 +27,11 @@ from transformers import PreTrainedTokenizerBase
 from composer_prime.broadcast import keys
 from composer_prime.broadcast.client import BroadcastClient, make_sources
 from composer_prime.broadcast.manifest import BroadcastError
-from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
 from composer_prime.config import ModelConfig
 from composer_prime.coordinator.protocol import (Heartbeat, HeartbeatResponse, JoinRequest, JoinResponse,
-                                                 heartbeat_message, rollout_key)
+                                                 heartbeat_message)
+from composer_prime.coordinator.grants import upload_batch
 from composer_prime.errors import UserError
 from composer_prime.model.load import resolve_device
 from composer_prime.rollout.config import EnvConfig, SamplingConfig
@@ -116,9 +117,9 @@ class Worker:
             logger.warning("weights v%d: shard %d from %s failed its hash; fetched again elsewhere",
                            report.version, index, source)
 
-    async def upload(self, store: Store, batch_id: str, data: bytes) -> None:
-        key = rollout_key(self.config.worker_id, batch_id)
-        await retry(f"upload {batch_id}", lambda: asyncio.to_thread(store.write_bytes, key, data), self.config.retry_s)
+    async def upload(self, batch_id: str, data: bytes) -> None:
+        await retry(f"upload {batch_id}", lambda: upload_batch(self.http, self.key, self.config.worker_id, batch_id, data),
+                    self.config.retry_s)
         self.journal.mark_uploaded(batch_id)
 
     async def sample(self, sampler: Sampler, env: Environment, tokenizer: PreTrainedTokenizerBase, info: JoinResponse,
@@ -148,13 +149,11 @@ class Worker:
         from composer_prime.inference.config import InferenceConfig
 
         info = await self.join()
-        store = Store(info.store_url, info.store_endpoint_url)
         for batch_id, data in self.journal.pending_batches():  # signed before a crash, not yet confirmed uploaded
-            await self.upload(store, batch_id, data)
-        broadcast_store = Store(f"{info.store_url.rstrip('/')}/broadcasts", info.store_endpoint_url)
-        client = BroadcastClient(
-            make_sources(info.broadcast_servers, broadcast_store if self.config.use_store_for_weights else None),
-            keys.parse_public_key(info.run_public_key), self.config.state_dir / "broadcasts")
+            await self.upload(batch_id, data)
+        # Weights only through the run's servers: this worker holds no store credential (coordinator/grants.py).
+        client = BroadcastClient(make_sources(info.broadcast_servers), keys.parse_public_key(info.run_public_key),
+                                 self.config.state_dir / "broadcasts")
         report = await retry("weights", lambda: asyncio.to_thread(client.fetch, None), self.config.retry_s)
         self._log_corrupt(report)
         self.version = report.version
@@ -198,7 +197,7 @@ class Worker:
                                      temperature=info.temperature, samples=samples)
                 data = signed_bytes(batch, self.key)
                 self.journal.add(batch_id, data)
-                await self.upload(store, batch_id, data)
+                await self.upload(batch_id, data)
                 done += 1
                 per_version[version] = per_version.get(version, 0) + 1
                 logger.info("uploaded batch %s (%d samples, weights v%d)", batch_id, len(samples), version)

@@ -1,6 +1,7 @@
 """A whole decentralised run on 127.0.0.1, every part a real process (tests/e2e and benchmarks/decentralised.py).
 
-`LocalRun(root, sites=2, ...)`: a seaweedfs S3 server, a torchft lighthouse (2 sites), the trainer
+`LocalRun(root, sites=2, ...)`: a seaweedfs S3 server with one identity per run role (each process gets
+only its role's key: broadcast/store_roles.py; workers get none), a torchft lighthouse (2 sites), the trainer
 sites (site "a" leads: trains shard 0 from `root/run`, publishes versions there; site "b" fetches
 shard 1 of every step from the store), broadcast.watch into the
 store, an origin and a relay, the orchestrator in workers mode (requiring TOPLOC proofs with
@@ -26,6 +27,9 @@ from composer_prime.utils.processes import Child, spawn, stop
 REPO = Path(__file__).resolve().parents[2]
 WARMSTART = REPO / "configs" / "quickstart" / "warmstart"
 TOKEN = "e2e-join-token"
+ROLES = ("orchestrator", "coordinator", "publisher", "origin", "site_b")
+GRANT_TTL_S = 5  # short, so the e2e can replay an expired grant; a worker PUTs right after its grant
+MAX_BATCH_BYTES = 4 * 2**20
 
 
 def _toml(path: Path, config: dict) -> Path:
@@ -39,10 +43,11 @@ class LocalRun:
         self.root, self.steps, self.sites, self.seed, self.batch_size = root, steps, sites, seed, batch_size
         self.toploc = toploc
         self.logs, self.run = root / "logs", root / "run"
-        self.s3 = start_local_s3(root / "s3", bucket="run")
-        self.env = {**self.s3.env, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+        self.s3 = start_local_s3(root / "s3", bucket="run", roles=ROLES)
+        self.env = {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
         self.store = {"url": "s3://run", "endpoint_url": self.s3.endpoint_url}
         self.run_key = keys.load_or_create_private_key(root / "run.key")
+        self.step_key = keys.load_or_create_private_key(root / "step.key")  # the orchestrator's step seal
         self.lighthouse_port, origin_port, relay_port, coordinator_port = (free_port() for _ in range(4))
         self.origin_port, self.relay_port, self.coordinator_port = origin_port, relay_port, coordinator_port
         self.origin, self.relay = f"http://127.0.0.1:{origin_port}", f"http://127.0.0.1:{relay_port}"
@@ -50,8 +55,10 @@ class LocalRun:
         self.children: list[Child] = []
         self.trainers: dict[str, Child] = {}
 
-    def spawn(self, name: str, argv: list[str]) -> Child:
-        child = spawn(name, [sys.executable, *argv], self.logs, env=self.env)
+    def spawn(self, name: str, argv: list[str], roles: tuple[str, ...] = ()) -> Child:
+        """Start a process holding the store keys of `roles` only (none: a volunteer)."""
+        env = {**self.env, **{k: v for role in roles for k, v in self.s3.role_env(role).items()}}
+        child = spawn(name, [sys.executable, *argv], self.logs, env=env)
         self.children.append(child)
         return child
 
@@ -67,7 +74,7 @@ class LocalRun:
             "publish_weights": shard == 0, "data": {"shard": shard, "shards": self.sites},
         }
         # The lead site shares the orchestrator's disk; the others fetch their shard from the store.
-        config["data"] |= {"dir": str(self.run)} if shard == 0 else {"store": self.store}
+        config["data"] |= {"dir": str(self.run)} if shard == 0 else {"store": {**self.store, "role": f"site_{name}"}, "step_public_key": keys.public_hex(self.step_key)}
         if self.sites > 1:
             # Few inner steps per sync: plain averaging, not DiLoCo's momentum (composer_prime/diloco/config.py).
             config["diloco"] = {"mode": "torchft", "site_id": name, "lighthouse": f"http://127.0.0.1:{self.lighthouse_port}",
@@ -77,7 +84,8 @@ class LocalRun:
 
     def start_trainer(self, name: str, log_name: str | None = None) -> Child:
         child = self.spawn(log_name or f"site-{name}",
-                           ["-m", "composer_prime.trainer.main", "@", str(self.trainer_config(name))])
+                           ["-m", "composer_prime.trainer.main", "@", str(self.trainer_config(name))],
+                           roles=() if name == "a" else (f"site_{name}",))
         self.trainers[name] = child
         return child
 
@@ -88,10 +96,10 @@ class LocalRun:
             self.start_trainer(name)
         broadcasts = {**self.store, "url": "s3://run/broadcasts"}
         self.spawn("watch", ["-m", "composer_prime.broadcast.watch", "@", str(_toml(self.root / "watch.toml", {
-            "output_dir": str(self.run), "store": broadcasts, "run_key": str(self.root / "run.key"), "poll_s": 0.3,
-            "keep_last": 8}))])
+            "output_dir": str(self.run), "store": {**broadcasts, "role": "publisher"}, "run_key": str(self.root / "run.key"),
+            "poll_s": 0.3, "keep_last": 8}))], roles=("publisher",))
         self.spawn("origin", ["-m", "composer_prime.broadcast.serve", "@", str(_toml(self.root / "origin.toml", {
-            "role": "origin", "port": self.origin_port, "store": broadcasts}))])
+            "role": "origin", "port": self.origin_port, "store": {**broadcasts, "role": "origin"}}))], roles=("origin",))
         self.spawn("relay", ["-m", "composer_prime.broadcast.serve", "@", str(_toml(self.root / "relay.toml", {
             "role": "relay", "port": self.relay_port, "upstreams": [self.origin],
             "cache_dir": str(self.root / "relay-cache"), "run_public_key": keys.public_hex(self.run_key)}))])
@@ -101,11 +109,12 @@ class LocalRun:
             "train_world_size": self.sites, "async_level": 1, "max_off_policy_steps": 3, "env": {"id": "reverse-text"},
             "eval": {"num_examples": 0}, "sampling": {"temperature": 1.0, "max_tokens": 16},
             "advantage": {"std_normalize": True}, "log": {"progress": False}, "source": "workers",
-            "step_store": self.store,
+            "step_store": {**self.store, "role": "orchestrator"}, "step_key": str(self.root / "step.key"),
             "workers": {"port": self.coordinator_port, "join_token": TOKEN, "run_public_key": keys.public_hex(self.run_key),
-                        "store": self.store, "broadcast_servers": [self.relay, self.origin], "prompts_per_batch": 4,
-                        "poll_s": 0.3, "verify": self.verify_config()},
-        }))])
+                        "store": {**self.store, "role": "coordinator"}, "broadcast_servers": [self.relay, self.origin],
+                        "prompts_per_batch": 4, "poll_s": 0.3, "verify": self.verify_config(),
+                        "uploads": {"grant_ttl_s": GRANT_TTL_S, "max_bytes": MAX_BATCH_BYTES}},
+        }))], roles=("orchestrator", "coordinator"))
 
     def verify_config(self) -> dict:
         # The ban comes after the malicious worker's first three counted attacks (32 samples each), so each

@@ -6,6 +6,13 @@ admitting volunteers and verifying their rollouts (with TOPLOC proofs when the e
 2 honest workers and a malicious one. Mid-run the
 non-lead site is killed and restarted; it heals from the lead. Before the workers start, every shard
 the relay cached is corrupted: workers must catch it and fetch those shards again from the origin.
+
+Every process holds only its role's store key; the workers hold none and upload through grants. A
+second malicious worker turns on the store itself (tests/worker/store_attacks.py: a forged step with
+its marker, another worker's batch, a weight shard, outside its prefix, an expired grant, too many
+bytes): the store or the coordinator refuses every attempt. And with the orchestrator's key, as if it
+leaked, a forged step 3 is written ahead of the real one: the remote site refuses it (not sealed) and
+trains the orchestrator's.
 """
 
 from __future__ import annotations
@@ -13,16 +20,24 @@ from __future__ import annotations
 import importlib.util
 import json
 
+import httpx
 import pytest
-from cluster import REPO, TOKEN, WARMSTART, LocalRun
+from cluster import GRANT_TTL_S, MAX_BATCH_BYTES, REPO, TOKEN, WARMSTART, LocalRun
+from store_attacks import Target, attack_store
 
+from composer_prime.batch import store_batch_key, store_complete_key
+from composer_prime.broadcast import keys
 from composer_prime.broadcast.client import BroadcastClient, HttpSource
+from composer_prime.broadcast.store import Store
 from composer_prime.utils.metrics import read_metrics
 from composer_prime.utils.processes import stop
+from composer_prime.verify.step_seal import seal_step
 from composer_prime.weights import list_versions
+from composer_prime.worker.protocol import JoinRequest
 
 pytestmark = pytest.mark.slow
 STEPS = 12
+FORGED = 3  # the step forged ahead of the orchestrator: early, so the site meets it before the real one
 TOPLOC = importlib.util.find_spec("toploc") is not None  # the optional extra (CI installs it)
 
 
@@ -45,6 +60,33 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
                                     "--model", str(WARMSTART), "--state-dir", str(tmp_path / "mallory"),
                                     "--batches", "8"])
 
+        # With the orchestrator's key (leaked), a forged step lands ahead of the real one; its seal is eve's.
+        admin = Store("s3://run", cluster.s3.endpoint_url, key=cluster.s3.access_key, secret=cluster.s3.secret_key)
+        key, secret = cluster.s3.roles["orchestrator"]
+        leaked = Store("s3://run", cluster.s3.endpoint_url, key=key, secret=secret)
+        eve = keys.generate_key()
+        forged = b"a forged batch"
+        leaked.write_bytes(store_batch_key(FORGED, 1), forged)
+        leaked.write_bytes(store_complete_key(FORGED), seal_step(eve, FORGED, [forged, forged]))
+
+        # Eve, a volunteer like any other, joins and turns on the store once an honest batch is there.
+        cluster.wait("an honest batch in the store",
+                     lambda: admin.fs.invalidate_cache() or bool(admin.list("rollouts/honest-1")), 600)
+        httpx.post(f"{cluster.run_url}/join", json=JoinRequest(join_token=TOKEN, worker_id="eve",
+                                                               public_key=keys.public_hex(eve)).model_dump()
+                   ).raise_for_status()
+        victim = f"rollouts/honest-1/{admin.list('rollouts/honest-1')[0]}"
+        shard = "broadcasts/step_0/shards/0"
+        before = {k: admin.read_bytes(k) for k in (victim, shard)}
+        attacks = attack_store(Target(run_url=cluster.run_url, store_url=f"{cluster.s3.endpoint_url}/run",
+                                      worker_id="eve", key=eve, victim_key=victim, shard_key=shard, step=STEPS + 1,
+                                      grant_ttl_s=GRANT_TTL_S, max_bytes=MAX_BATCH_BYTES))
+        admin.fs.invalidate_cache()
+        untouched = ({k: admin.read_bytes(k) for k in before} == before
+                     and not admin.list(f"steps/step_{STEPS + 1}")
+                     and set(admin.list("rollouts")) <= {"eve", "honest-1", "honest-2", "mallory"})
+        (tmp_path / "store-attacks.json").write_text(json.dumps(attacks, indent=1))
+
         # Kill the non-lead site after its step-4 checkpoint; the lead then waits in its quorum until it is back.
         cluster.wait("site b at step 5",
                      lambda: any(r.get("step", 0) >= 5 for r in read_metrics(tmp_path / "b", "trainer")), 600)
@@ -54,6 +96,16 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
         cluster.wait("both sites done", cluster.trainers_done, 900)
     finally:
         cluster.stop()
+
+    # Every attack on the store refused, and nothing it aimed at changed.
+    assert all(c["attempts"] > 0 and c["refused"] == c["attempts"] for c in attacks.values()), attacks
+    assert len(attacks) == 6 and untouched
+    # The forged step was refused (eve's seal) and the orchestrator's trained in its place.
+    logs = tmp_path / "logs"
+    assert f"refused step {FORGED} from s3://run: step {FORGED}: the seal's signature is not the orchestrator's" in (
+        logs / "site-b.log").read_text()
+    assert (tmp_path / "b" / "rollouts" / f"step_{FORGED}" / "rank_1.msgpack").read_bytes() == (
+        tmp_path / "run" / "rollouts" / f"step_{FORGED}" / "rank_1.msgpack").read_bytes()
 
     # Every honest batch accepted; the malicious worker's samples all rejected, and it is banned.
     workers = json.loads((tmp_path / "run" / "workers" / "registry.json").read_text())
@@ -65,12 +117,12 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
     assert workers["mallory"]["stats"]["samples_accepted"] <= 0.01 * sum(sent.values()), (workers["mallory"], sent)
     assert workers["mallory"]["banned"]
     # Before the ban (96 samples) the first three attacks met their own checks (with proofs: fabricated log-probs,
-    # proofs from other weights, a stale version); the forged batch never counts against anyone.
+    # proofs from other weights, a stale version); the forged batch never counts against the worker it names (it
+    # lands under mallory's own prefix, so it counts against mallory: `misplaced`).
     expected = {"logprob-mismatch", "stale", "toploc-mismatch"} if TOPLOC else {"logprob-mismatch", "stale"}
     assert workers["mallory"]["stats"]["reasons"].keys() >= expected, workers["mallory"]
     assert workers["honest-1"]["stats"]["reasons"] == {}
     # The corrupted relay shards were caught by hash and fetched again.
-    logs = tmp_path / "logs"
     assert "failed its hash; fetched again elsewhere" in "".join(
         (logs / f"{n}.log").read_text() for n in ("honest-1", "honest-2"))
     # The killed site healed from the lead; both trained every step to the end; only the lead published.

@@ -14,7 +14,11 @@ with the given weights, so each attack meets the check meant for it.
     python tests/worker/malicious.py --run-url URL --join-token T --worker-id ID --victim HONEST_ID \
         --model DIR --state-dir DIR [--batches N]
 
-Writes `<state-dir>/sent.json`: samples uploaded per attack, for the test to compare with what the run accepted.
+It holds no store credential: like any worker it uploads under its own prefix through grants from the
+run (coordinator/grants.py), so the forged-signature batch lands under its own id, claiming the victim's
+(refused as misplaced, counted against this worker).
+Writes `<state-dir>/sent.json`: samples tried per attack (uploaded, or refused a grant once banned), for
+the test to compare with what the run accepted.
 """
 
 from __future__ import annotations
@@ -29,7 +33,6 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from composer_prime.broadcast import keys
-from composer_prime.broadcast.store import Store
 from composer_prime.model.noise import add_weight_noise_
 from composer_prime.rollout.config import EnvConfig
 from composer_prime.rollout.envs import load_environment
@@ -37,8 +40,9 @@ from composer_prime.verify.messages import RolloutBatch, RolloutSample
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.toploc import build_proofs
+from composer_prime.coordinator.grants import UploadGrant, signed_grant_request
 from composer_prime.worker.main import new_batch_id
-from composer_prime.coordinator.protocol import JoinRequest, JoinResponse, rollout_key
+from composer_prime.coordinator.protocol import JoinRequest, JoinResponse
 
 # The first three counted attacks (32 samples each) come before the e2e's ban at 96 samples, so each of
 # them meets its own check; wrong-model-proofs is among them when the run asks for proofs.
@@ -53,6 +57,16 @@ def join(http: httpx.Client, args, key) -> JoinResponse | None:
         return None
     response.raise_for_status()
     return JoinResponse.model_validate(response.json())
+
+
+def upload(http: httpx.Client, key, worker_id: str, batch_id: str, data: bytes) -> None:
+    """Upload through a grant, as honest workers do; once banned, the run refuses the grant (403)."""
+    response = http.post("/grant", json=signed_grant_request(key, worker_id, batch_id, data).model_dump())
+    if response.status_code == 403:
+        return
+    response.raise_for_status()
+    grant = UploadGrant.model_validate(response.json())
+    http.put(grant.url, content=data, headers=grant.headers).raise_for_status()
 
 
 @torch.no_grad()
@@ -89,7 +103,6 @@ def main() -> None:
     key = keys.load_or_create_private_key(state / "worker.key")
     http = httpx.Client(base_url=args.run_url, timeout=30)
     info = join(http, args, key)
-    store = Store(info.store_url, info.store_endpoint_url)
     scorer = ModelScorer(lambda _version: Path(args.model))  # one model: the weights it was given
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     examples = load_environment(EnvConfig(id=info.env_id)).examples("train")
@@ -122,7 +135,7 @@ def main() -> None:
         batch = RolloutBatch(worker_id=claimed, batch_id=new_batch_id(),
                              weight_version=version - 10 if attack == "stale-version" else version,
                              temperature=info.temperature, samples=samples)
-        store.write_bytes(rollout_key(claimed, batch.batch_id), signed_bytes(batch, key))
+        upload(http, key, args.worker_id, batch.batch_id, signed_bytes(batch, key))
         sent[attack] += len(samples)
         (state / "sent.json").write_text(json.dumps(sent))
 

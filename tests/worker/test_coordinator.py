@@ -8,12 +8,15 @@ import time
 from fastapi.testclient import TestClient
 
 from composer_prime.broadcast import keys
+from composer_prime.broadcast.store import Store
+from composer_prime.coordinator.config import UploadsConfig
 from composer_prime.verify.registry import WorkerRegistry
 from composer_prime.coordinator.app import create_coordinator_app
+from composer_prime.coordinator.grants import CoordinatorUploads
 from composer_prime.worker.main import retry
 from composer_prime.coordinator.protocol import JoinResponse, heartbeat_message
 
-INFO = JoinResponse(run_id="r", run_public_key="00" * 32, broadcast_servers=[], store_url="/tmp/x", env_id="e",
+INFO = JoinResponse(run_id="r", run_public_key="00" * 32, broadcast_servers=[], upload_max_bytes=64, env_id="e",
                     temperature=1.0, max_tokens=8, samples_per_prompt=1, prompts_per_batch=1, current_version=3)
 
 
@@ -25,7 +28,8 @@ def _beat(worker: str, key, t: float | None = None) -> dict:
 
 def test_join_and_heartbeats(tmp_path):
     registry = WorkerRegistry(tmp_path / "w.json")
-    http = TestClient(create_coordinator_app(registry, "token-123", lambda: INFO, lambda: 4))
+    http = TestClient(create_coordinator_app(registry, "token-123", lambda: INFO, lambda: 4,
+                                             CoordinatorUploads(Store(str(tmp_path / "store"))), UploadsConfig()))
     key, other = keys.generate_key(), keys.generate_key()
     join = {"join_token": "token-123", "worker_id": "w1", "public_key": keys.public_hex(key)}
     assert http.post("/join", json={**join, "join_token": "nope"}).status_code == 403

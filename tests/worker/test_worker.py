@@ -21,6 +21,7 @@ from composer_prime.broadcast import keys
 from composer_prime.broadcast.publish import publish_version
 from composer_prime.broadcast.server import create_origin_app
 from composer_prime.broadcast.store import Store
+from composer_prime.coordinator.config import UploadsConfig
 from composer_prime.utils.serve import ServedApp
 from composer_prime.verify.inbox import RolloutInbox
 from composer_prime.verify.registry import WorkerRegistry
@@ -29,6 +30,7 @@ from composer_prime.verify.toploc import ProofSpec, ToplocConfig, num_proofs
 from composer_prime.verify.verifier import RolloutVerifier, VerifyConfig
 from composer_prime.weights import publish_weights
 from composer_prime.coordinator.app import create_coordinator_app
+from composer_prime.coordinator.grants import CoordinatorUploads
 from composer_prime.coordinator.protocol import JoinResponse
 
 pytestmark = pytest.mark.slow
@@ -70,9 +72,11 @@ def run(tmp_path: Path, proofs: ProofSpec | None = None) -> Iterator[Run]:
     registry = WorkerRegistry(tmp_path / "workers.json")
     origin = ServedApp(create_origin_app(Store(str(store_root / "broadcasts")))).start()
     info = JoinResponse(run_id="t", run_public_key=keys.public_hex(run_key), broadcast_servers=[origin.url],
-                        store_url=str(store_root), env_id="reverse-text", temperature=1.0, max_tokens=16,
+                        upload_max_bytes=2**20, env_id="reverse-text", temperature=1.0, max_tokens=16,
                         samples_per_prompt=2, prompts_per_batch=2, current_version=0, proofs=proofs)
-    coordinator = ServedApp(create_coordinator_app(registry, "s3cret", lambda: info, lambda: 0)).start()
+    # A plain directory store: the worker uploads through the coordinator, holding no store access itself.
+    coordinator = ServedApp(create_coordinator_app(registry, "s3cret", lambda: info, lambda: 0,
+                                                   CoordinatorUploads(Store(str(store_root))), UploadsConfig())).start()
     try:
         yield Run(tmp_path, version_dir, store_root, registry, coordinator)
     finally:

@@ -1,0 +1,133 @@
+"""Volunteers upload through grants, holding no store credential (coordinator/grants.py), on a real seaweedfs with
+one identity per run role (broadcast/store_roles.py): every attack a volunteer has on the store is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from store_attacks import Target, attack_store
+
+from composer_prime.broadcast import keys
+from composer_prime.broadcast.local_s3 import start_local_s3
+from composer_prime.broadcast.store import Store, StoreConfig
+from composer_prime.errors import UserError
+from composer_prime.coordinator.config import UploadsConfig
+from composer_prime.utils.serve import ServedApp
+from composer_prime.verify.registry import WorkerRegistry
+from composer_prime.coordinator.app import create_coordinator_app
+from composer_prime.coordinator.grants import CoordinatorUploads, PresignedPuts, signed_grant_request, upload_batch
+from composer_prime.coordinator.protocol import JoinResponse, rollout_key
+
+INFO = JoinResponse(run_id="r", run_public_key="00" * 32, broadcast_servers=[], upload_max_bytes=4096, env_id="e",
+                    temperature=1.0, max_tokens=8, samples_per_prompt=1, prompts_per_batch=1, current_version=0)
+ROLES = ("orchestrator", "coordinator", "publisher", "origin", "site_b")
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    server = start_local_s3(tmp_path_factory.mktemp("s3"), bucket="run", roles=ROLES)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _upload(run_url: str, key, worker_id: str, batch_id: str, data: bytes) -> None:
+    async def go():
+        async with httpx.AsyncClient(base_url=run_url, timeout=30) as http:
+            await upload_batch(http, key, worker_id, batch_id, data)
+
+    asyncio.run(go())
+
+
+def _role_store(s3, role: str, monkeypatch, url: str = "s3://run") -> Store:
+    for name, value in s3.role_env(role).items():
+        monkeypatch.setenv(name, value)
+    return Store(url, s3.endpoint_url, role=role)
+
+
+def test_each_role_can_do_its_part_and_nothing_else(s3, monkeypatch):
+    admin = Store("s3://run", s3.endpoint_url, key=s3.access_key, secret=s3.secret_key)
+    admin.write_bytes("rollouts/w/b.msgpack", b"batch")
+    site, publisher = _role_store(s3, "site_b", monkeypatch), _role_store(s3, "publisher", monkeypatch)
+    versions = _role_store(s3, "publisher", monkeypatch, "s3://run/broadcasts")
+    orchestrator, origin = _role_store(s3, "orchestrator", monkeypatch), _role_store(s3, "origin", monkeypatch)
+    orchestrator.write_bytes("steps/step_1/COMPLETE", b"seal")
+    publisher.write_bytes("broadcasts/step_0/shards/0", b"shard")
+    assert site.read_bytes("steps/step_1/COMPLETE") == b"seal" and site.exists("steps/step_1/COMPLETE")
+    assert origin.read_bytes("broadcasts/step_0/shards/0") == b"shard"
+    for store, key in ((site, "steps/step_2/COMPLETE"), (origin, "broadcasts/step_1/manifest.json"),
+                       (publisher, "steps/step_2/COMPLETE"), (orchestrator, "broadcasts/step_1/manifest.json"),
+                       (orchestrator, "rollouts/w/b.msgpack")):
+        with pytest.raises(PermissionError):
+            store.write_bytes(key, b"forged")
+    for store, key in ((site, "rollouts/w/b.msgpack"), (origin, "steps/step_1/COMPLETE"),
+                       (publisher, "rollouts/w/b.msgpack")):
+        with pytest.raises(PermissionError):
+            store.read_bytes(key)
+    versions.delete_version(0)  # the publisher prunes old versions
+    assert not admin.exists("broadcasts/step_0/shards/0")
+
+
+def test_a_volunteer_uploads_its_own_batches_and_every_attack_on_the_store_is_refused(s3, monkeypatch, tmp_path):
+    for name, value in s3.role_env("coordinator").items():
+        monkeypatch.setenv(name, value)
+    admin = Store("s3://run", s3.endpoint_url, key=s3.access_key, secret=s3.secret_key)
+    admin.write_bytes("broadcasts/step_0/shards/0", b"shard")
+    registry = WorkerRegistry(tmp_path / "registry.json")
+    honest, mallory = keys.generate_key(), keys.generate_key()
+    registry.register("honest", keys.public_hex(honest))
+    registry.register("mallory", keys.public_hex(mallory))
+    uploads = UploadsConfig(max_bytes=4096, grant_ttl_s=2, grants_per_hour=100)
+    granter = PresignedPuts(StoreConfig(url="s3://run", endpoint_url=s3.endpoint_url, role="coordinator"))
+    app = create_coordinator_app(registry, "token-123", lambda: INFO, lambda: 0, granter, uploads)
+    with ServedApp(app) as served:
+        _upload(served.url, honest, "honest", "0001-a", b"honest batch")
+        assert admin.read_bytes(rollout_key("honest", "0001-a")) == b"honest batch"
+        before = {k: admin.read_bytes(k) for k in (rollout_key("honest", "0001-a"), "broadcasts/step_0/shards/0")}
+        counts = attack_store(Target(run_url=served.url, store_url=f"{s3.endpoint_url}/run", worker_id="mallory",
+                                     key=mallory, victim_key=rollout_key("honest", "0001-a"),
+                                     shard_key="broadcasts/step_0/shards/0", step=7, grant_ttl_s=2, max_bytes=4096))
+        with pytest.raises(UserError, match="over the run's limit of 4096"):  # the worker's own side of the cap
+            _upload(served.url, honest, "honest", "0002-a", b"x" * 5000)
+    assert set(counts) == {"forged step + marker", "overwrite another worker's batch", "delete a weight shard",
+                           "upload outside its prefix", "exceed its size limit", "replay an expired grant"}
+    assert all(c["attempts"] > 0 and c["refused"] == c["attempts"] for c in counts.values()), counts
+    admin.fs.invalidate_cache()
+    assert {k: admin.read_bytes(k) for k in before} == before
+    assert "step_7" not in admin.list("steps") and set(admin.list("broadcasts/step_0/shards")) == {"0"}
+    assert admin.list("rollouts/mallory") and set(admin.list("rollouts")) == {"honest", "mallory", "w"}
+    assert admin.list("rollouts/honest") == ["0001-a.msgpack"]
+
+
+def test_grants_are_counted_per_worker_and_refused_to_strangers(tmp_path):
+    registry = WorkerRegistry()
+    key = keys.generate_key()
+    registry.register("w1", keys.public_hex(key))
+    granter = CoordinatorUploads(Store(str(tmp_path / "store")))
+    http = TestClient(create_coordinator_app(registry, "token-123", lambda: INFO, lambda: 0, granter,
+                                             UploadsConfig(max_bytes=64, grant_ttl_s=1, grants_per_hour=2)))
+    request = signed_grant_request(key, "w1", "0001-a", b"batch").model_dump()
+    assert http.post("/grant", json={**request, "signature": "00" * 64}).status_code == 403
+    assert http.post("/grant", json={**request, "signature": "zz"}).status_code == 422  # not a 500
+    stranger = signed_grant_request(keys.generate_key(), "w2", "0001-a", b"batch").model_dump()
+    assert http.post("/grant", json=stranger).status_code == 403
+    assert http.post("/grant", json={**request, "time": request["time"] - 3600}).status_code == 403  # signed time
+    grant = http.post("/grant", json=request).json()
+    # Through the coordinator (a plain directory store): the bytes granted land, anything else is refused.
+    assert http.put(grant["url"], content=b"other", headers=grant["headers"]).status_code == 400
+    assert http.put(grant["url"].replace("0001-a", "0002-a"), content=b"batch").status_code == 403
+    assert http.put(grant["url"].replace("/w1/", "/w2/"), content=b"batch").status_code == 403
+    assert http.put(grant["url"], content=b"batch", headers=grant["headers"]).json() == {"stored": True}
+    assert (tmp_path / "store" / "rollouts" / "w1" / "0001-a.msgpack").read_bytes() == b"batch"
+    again = signed_grant_request(key, "w1", "0001-b", b"batch").model_dump()
+    assert http.post("/grant", json=again).status_code == 200  # the second grant this hour
+    assert http.post("/grant", json=again).status_code == 429  # the third is over the count
+    time.sleep(2.1)
+    assert http.put(grant["url"], content=b"batch", headers=grant["headers"]).status_code == 403  # expired
+    registry.ban("w1", "test")
+    assert http.post("/grant", json=request).status_code == 403

@@ -10,6 +10,13 @@ extensions) are accepted; other unknown fields are ignored, as OpenAI clients se
 completed the stop string. `logprobs` are those of the sampled tokens under the distribution
 they were drawn from; alternatives are not computed (`top_logprobs` is null / empty).
 A chat request's `model` may be any name: the server has one model.
+
+Tools: a chat request's `tools` reach the model as the rollouts present them (rollout/conversation.py:
+through the template when it renders `tools`, else described in the system prompt), and its
+Hermes `<tool_call>` blocks come back as OpenAI `tool_calls` (finish reason `tool_calls`); an
+assistant message's `tool_calls` go back into the template as the text the model wrote for them.
+So any OpenAI client (verifiers' `vf-eval` among them) runs multi-turn tool rollouts against a
+model that has no tool-calling API of its own. A block that cannot be read stays in `content`.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from composer_prime.inference.backend import Backend
 from composer_prime.inference.protocol import Completion, GenerateRequest
+from composer_prime.messages import Action, ToolCall, render_tool_calls
+from composer_prime.rollout.conversation import native_tool_support, with_tools
+from composer_prime.rollout.tool_calls import parse_turn, tool_names
 
 if TYPE_CHECKING:
     from composer_prime.inference.server import Throughput
@@ -67,6 +77,7 @@ class ChatCompletionRequest(_SamplingFields):
     max_completion_tokens: int | None = Field(default=None, ge=1)
     logprobs: bool = False
     top_logprobs: int | None = Field(default=None, ge=0)
+    tools: list[dict[str, Any]] | None = None
 
 
 class _Choice(BaseModel):
@@ -129,6 +140,34 @@ def _text_content(message: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(content, list):
         return message
     return {**message, "content": "".join(p.get("text", "") for p in content if p.get("type") == "text")}
+
+
+def _template_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as the chat template takes it: text content, and an assistant's calls as the text written for them."""
+    message = _text_content(message)
+    calls = message.get("tool_calls")
+    if message.get("role") != "assistant" or not calls:
+        return message
+    written = render_tool_calls([ToolCall(id=c.get("id"), name=c["function"]["name"],
+                                          arguments=c["function"].get("arguments") or "{}") for c in calls])
+    text = "\n".join(part for part in (message.get("content"), written) if part)
+    return {k: v for k, v in message.items() if k != "tool_calls"} | {"content": text}
+
+
+def chat_prompt_ids(tokenizer, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> list[int]:
+    """The tokens a chat request is sampled from: its messages and tools as the rollouts render them."""
+    messages, tools = with_tools([_template_message(m) for m in messages], tools, native_tool_support(tokenizer))
+    return list(tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True))
+
+
+def _assistant_message(text: str, tools: list[dict[str, Any]] | None) -> tuple[dict[str, Any], bool]:
+    """The reply as an OpenAI assistant message, and whether it calls tools."""
+    if not tools:
+        return {"role": "assistant", "content": text}, False
+    turn = parse_turn(text, tool_names(tools), id_prefix=f"call_{uuid.uuid4().hex[:12]}")
+    calls = [p.call for p in turn.calls if p.call is not None]
+    message = Action(content=turn.content, tool_calls=calls).message().openai()
+    return message, bool(calls)
 
 
 def openai_router(backend: Backend, throughput: Throughput) -> APIRouter:
@@ -208,8 +247,7 @@ def openai_router(backend: Backend, throughput: Throughput) -> APIRouter:
     @router.post("/chat/completions", response_model=None)
     async def chat_completions(body: ChatCompletionRequest) -> dict[str, Any] | StreamingResponse:
         try:
-            messages = [_text_content(m) for m in body.messages]
-            prompt_ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            prompt_ids = chat_prompt_ids(tokenizer, body.messages, body.tools)
         except Exception as exc:  # noqa: BLE001 - a template error is the caller's message list
             raise HTTPException(status_code=400, detail=f"chat template failed: {exc}") from None
         max_tokens = body.max_completion_tokens or body.max_tokens or _CHAT_MAX_TOKENS
@@ -221,10 +259,12 @@ def openai_router(backend: Backend, throughput: Throughput) -> APIRouter:
             return {"content": [{"token": token, "logprob": lp, "bytes": list(token.encode()), "top_logprobs": []}
                                 for token, lp in zip(token_strings(ids), lps)]}
 
+        replies = [_assistant_message(c.text, body.tools) for c in results]
+        finish = ["tool_calls" if calls else c.finish_reason for c, (_, calls) in zip(results, replies)]
         if not body.stream:
-            choices = [{"index": i, "message": {"role": "assistant", "content": c.text},
+            choices = [{"index": i, "message": message,
                         "logprobs": logprobs(c.token_ids, c.logprobs) if body.logprobs else None,
-                        "finish_reason": c.finish_reason} for i, c in enumerate(results)]
+                        "finish_reason": finish[i]} for i, (c, (message, _)) in enumerate(zip(results, replies))]
             return {**head, "object": "chat.completion", "choices": choices, "usage": total}
 
         head["object"] = "chat.completion.chunk"
@@ -233,12 +273,20 @@ def openai_router(backend: Backend, throughput: Throughput) -> APIRouter:
             for index, choice in enumerate(results):
                 yield {**head, "choices": [{"index": index, "delta": {"role": "assistant", "content": ""},
                                             "logprobs": None, "finish_reason": None}]}
-                for text, ids, lps in _pieces(tokenizer, choice):
-                    yield {**head, "choices": [{"index": index, "delta": {"content": text},
-                                                "logprobs": logprobs(ids, lps) if body.logprobs else None,
-                                                "finish_reason": None}]}
+                message, calls = replies[index]
+                if calls:  # the calls are known once the answer is whole: they go out in one delta
+                    delta = {"content": message["content"],
+                             "tool_calls": [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]}
+                    yield {**head, "choices": [{"index": index, "delta": delta, "finish_reason": None,
+                                                "logprobs": logprobs(choice.token_ids, choice.logprobs)
+                                                if body.logprobs else None}]}
+                else:
+                    for text, ids, lps in _pieces(tokenizer, choice):
+                        yield {**head, "choices": [{"index": index, "delta": {"content": text},
+                                                    "logprobs": logprobs(ids, lps) if body.logprobs else None,
+                                                    "finish_reason": None}]}
                 yield {**head, "choices": [{"index": index, "delta": {}, "logprobs": None,
-                                            "finish_reason": choice.finish_reason}]}
+                                            "finish_reason": finish[index]}]}
             if body.include_usage():
                 yield {**head, "choices": [], "usage": total}
 

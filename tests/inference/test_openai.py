@@ -170,3 +170,27 @@ def test_the_openai_client_reads_streams(server):
         chunks = list(stream)
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == plain.choices[0].message.content
     assert chunks[-1].usage == plain.usage
+
+
+def test_chat_tools_and_calls_reach_the_template_as_the_rollouts_write_them(tokenizer):
+    """`tools` are described as rollouts describe them, and an assistant's `tool_calls` go back as the Hermes text
+    a model writes for them. (The route's own answer with tools is run by the feature-deletion vf-eval test.)"""
+    from composer_prime.inference.openai_compat import chat_prompt_ids
+    from composer_prime.messages import ToolCall, render_tool_calls
+    from composer_prime.rollout.conversation import native_tool_support, with_tools
+
+    tools = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.",
+                                               "parameters": {"type": "object", "properties": {"path": {}}}}}]
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hello"}]},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "x = 1"}]
+    written = render_tool_calls([ToolCall(id="c1", name="read_file", arguments='{"path": "a.py"}')])
+    as_text = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": written}, messages[2]]
+    expected, template_tools = with_tools(as_text, tools, native_tool_support(tokenizer))
+    ids = tokenizer.apply_chat_template(expected, tools=template_tools, add_generation_prompt=True, tokenize=True)
+    text = tokenizer.decode(ids)
+    assert '"name": "read_file"' in text and '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}' in text
+    assert chat_prompt_ids(tokenizer, messages, tools) == list(ids)
+    assert chat_prompt_ids(tokenizer, messages[:1], None) == list(
+        tokenizer.apply_chat_template(as_text[:1], add_generation_prompt=True, tokenize=True))

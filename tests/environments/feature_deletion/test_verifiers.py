@@ -88,3 +88,42 @@ def test_vf_validate_gold_valid_untouched_scores_0(tiny_tasks, tmp_path):
         assert row["gold"]["valid"] is True and row["noop"]["valid"] is True
         # The rewards dict is what vf-validate reported empty before the task declared its reward.
         assert row["noop"]["rewards"] == {"tests_pass": 0.0} and row["noop"]["reward"] == 0.0
+
+
+@pytest.mark.slow
+def test_vf_eval_against_our_inference_server_gold_1_noop_0(tiny_tasks, tmp_path):
+    """The same runner against `inference` with the scripted backend: the server reads the tools, the script's
+    Hermes `<tool_call>` text comes back as OpenAI tool_calls, and each call's result goes back into the template."""
+    import asyncio
+
+    from composer_prime.config import LogConfig, ModelConfig
+    from composer_prime.eval.server import inference_server, wait_ready
+    from composer_prime.inference.client import InferenceClient
+    from composer_prime.inference.config import InferenceConfig, ScriptedBackendConfig
+    from composer_prime.utils.net import free_port
+
+    rows, tasks_dir, _ = tiny_tasks
+    gold, noop = rows[:2]
+    port = free_port()
+    backend = ScriptedBackendConfig(tasks_path=str(tasks_dir / "tasks.jsonl"), task_scripts={noop.id: "noop"})
+    warmstart = Path(__file__).resolve().parents[3] / "configs/quickstart/warmstart"
+    config = InferenceConfig(model=ModelConfig(path=str(warmstart)), port=port, backend=backend,
+                             log=LogConfig(progress=False))
+
+    async def ready(child):
+        async with InferenceClient(f"http://127.0.0.1:{port}") as client:
+            return await wait_ready(client, child, timeout_s=120)
+
+    with inference_server(config, tmp_path / "server") as child:
+        asyncio.run(ready(child))
+        command = [str(BIN / "vf-eval"), "feature-deletion", "-m", "scripted", "--client.base-url",
+                   f"http://127.0.0.1:{port}/v1", "--client.api-key-var", "FD_TEST_NO_KEY",
+                   "--env.agent.runtime.type", "subprocess", "--no-push",
+                   "--env.taskset.tasks-path", str(tasks_dir / "tasks.jsonl"), "-n", "2", "-o", str(tmp_path / "out")]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    traces = _traces(tmp_path / "out")
+    assert {tid: t["rewards"]["tests_pass"]["score"] for tid, t in traces.items()} == {gold.id: 1.0, noop.id: 0.0}
+    called = [c["name"] for node in traces[gold.id]["nodes"] for c in (node["message"].get("tool_calls") or [])]
+    assert called == [step["tool"] for step in gold_script(gold)]
+    assert traces[gold.id]["metrics"]["tool_errors"] == 0 and traces[gold.id]["stop_condition"] == "submitted"

@@ -179,7 +179,8 @@ def main() -> None:
     plain = results.get("plain")
     print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, "
           f"{args.threads} threads, device {args.device}, dtype {args.dtype or 'default'}")
-    print(f"model: Qwen3-0.6B shape, {plain['total_params'] / 1e9 if plain else 0:.3f} B params; "
+    params = min(r["total_params"] for r in results.values())  # LoRA's adapters come on top
+    print(f"model: Qwen3-0.6B shape, {params / 1e9:.3f} B params; "
           f"step = {args.tokens} tokens; medians of {args.reps} steps after the first")
     print("| variant | trainable params | peak (GiB) | added by the step (GiB) | tokens/s | peak / plain | "
           "added / plain | tokens/s / plain |")

@@ -42,26 +42,27 @@ def tiny_model(seed: int) -> Qwen3ForCausalLM:
     return model.train()
 
 
-def packed_batch(rng: np.random.Generator, micro_batches: int, rows: int) -> TrainBatch:
-    """Samples of 20-60 tokens (a third prompt) packed greedily into rows of SEQ_LEN."""
+def packed_batch(rng: np.random.Generator, micro_batches: int, rows: int, seq_len: int = SEQ_LEN,
+                 vocab: int = VOCAB) -> TrainBatch:
+    """Samples of 20-60 tokens (a third prompt) packed greedily into rows of `seq_len`."""
     micro = []
     loss_tokens = 0
     for _ in range(micro_batches):
-        arrays = {k: np.zeros((rows, SEQ_LEN), dtype=d) for k, d in
+        arrays = {k: np.zeros((rows, seq_len), dtype=d) for k, d in
                   (("input_ids", np.int32), ("position_ids", np.int32), ("loss_mask", np.bool_),
                    ("advantages", np.float32), ("inference_logprobs", np.float32))}
         for r in range(rows):
             start = 0
-            while (n := int(rng.integers(20, 61))) <= SEQ_LEN - start:
+            while (n := int(rng.integers(20, 61))) <= seq_len - start:
                 prompt = n // 3
-                arrays["input_ids"][r, start : start + n] = rng.integers(1, VOCAB, n)
+                arrays["input_ids"][r, start : start + n] = rng.integers(1, vocab, n)
                 arrays["position_ids"][r, start : start + n] = np.arange(n)
                 arrays["loss_mask"][r, start + prompt : start + n] = True
                 arrays["advantages"][r, start + prompt : start + n] = rng.normal()
-                sampled = np.log(1 / VOCAB) + rng.normal(0, 0.1, n - prompt)
+                sampled = np.log(1 / vocab) + rng.normal(0, 0.1, n - prompt)
                 arrays["inference_logprobs"][r, start + prompt : start + n] = sampled
                 start += n
-            arrays["position_ids"][r, start:] = np.arange(SEQ_LEN - start)
+            arrays["position_ids"][r, start:] = np.arange(seq_len - start)
         loss_tokens += int(arrays["loss_mask"].sum())
         micro.append(MicroBatch(**{k: Array.from_numpy(v) for k, v in arrays.items()}))
     return TrainBatch(step=1, rank=0, world_size=1, temperature=1.0, num_loss_tokens=loss_tokens,
@@ -71,7 +72,7 @@ def packed_batch(rng: np.random.Generator, micro_batches: int, rows: int) -> Tra
 def bare_step(model, optimizer, tensors: list[MicroBatchTensors]) -> None:
     for mb in tensors:
         logits = model(input_ids=mb.input_ids, position_ids=mb.position_ids, use_cache=False).logits
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, VOCAB), mb.input_ids[:, 1:].reshape(-1))
+        loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), mb.input_ids[:, 1:].flatten())
         (loss / len(tensors)).backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)

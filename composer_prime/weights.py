@@ -49,12 +49,17 @@ def publish_weights(output_dir: Path, version: int, state_dict: dict[str, torch.
     tensors = _distinct_storage({k: v.detach().to("cpu").contiguous() for k, v in state_dict.items()})
     save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format": "pt", "version": str(version)})
     (tmp / "config.json").write_text(config_json)
-    for name in MODEL_ASSETS if assets_dir is not None else ():
-        if (Path(assets_dir) / name).is_file():
-            shutil.copyfile(Path(assets_dir) / name, tmp / name)
+    copy_model_assets(assets_dir, tmp)
     (tmp / STABLE).write_text(json.dumps({"version": version, "time": time.time()}))
     atomic_publish_dir(tmp, final)
     return final
+
+
+def copy_model_assets(assets_dir: Path | None, dest: Path) -> None:
+    """Copy the tokenizer and generation files of `assets_dir` (None: none) into `dest`."""
+    for name in MODEL_ASSETS if assets_dir is not None else ():
+        if (Path(assets_dir) / name).is_file():
+            shutil.copyfile(Path(assets_dir) / name, Path(dest) / name)
 
 
 def _distinct_storage(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -1,10 +1,12 @@
 """Trainer checkpoints: `<output>/checkpoints/step_<N>/` holding everything needed to continue bit-exactly.
 
-Files: `model.pt` and `optimizer.pt` (full, unsharded state dicts), `rng_rank_<R>.pt` (each
-rank's torch RNG states), `meta.json`, and for a DiLoCo site `diloco.pt` (agreed parameters and
-outer optimizer state). The directory is assembled under a temporary
-name and renamed into place, so a `step_<N>` directory is always complete; temporary
-directories left by a crash are ignored and removed at the next start.
+Files: `state/` (model and AdamW state through `torch.distributed.checkpoint`: each rank writes its
+own shards, keyed by parameter name and global shape, so any number of ranks can read them back),
+`rng_rank_<R>.pt` (each rank's torch RNG states), `meta.json`, the model's `config.json` and
+tokenizer files (so that `export` turns the checkpoint into a model directory on its own), and for a
+DiLoCo site `diloco.pt` (agreed parameters and outer optimizer state). The directory is assembled
+under a temporary name and renamed into place, so a `step_<N>` directory is always complete;
+temporary directories left by a crash are ignored and removed at the next start.
 """
 
 from __future__ import annotations
@@ -15,10 +17,23 @@ import shutil
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+from torch.distributed.checkpoint.state_dict import (
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
 
+from composer_prime.errors import UserError
 from composer_prime.utils.fs import atomic_publish_dir
+from composer_prime.weights import copy_model_assets
 
-CHECKPOINT_FORMAT = 1
+# 1: whole-model torch.save files (model.pt, optimizer.pt); 2: sharded `state/`.
+CHECKPOINT_FORMAT = 2
+STATE_DIR = "state"
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
@@ -82,35 +97,72 @@ def write_rng(staging: Path, rank: int) -> None:
     torch.save(rng_state(), staging / f"rng_rank_{rank}.pt")
 
 
-def finish_checkpoint(
-    output_dir: Path, step: int, model_state: dict, optimizer_state: dict, world_size: int, keep_last: int,
-    diloco_state: dict | None = None, metrics: dict | None = None,
-) -> Path:
-    """Write the model, optimizer (and DiLoCo site state) into the staging directory, publish it, prune old ones.
+def save_train_state(staging: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Write this rank's shards of the model and AdamW state into `staging` (collective: every rank calls it)."""
+    state = {"model": get_model_state_dict(model), "optim": get_optimizer_state_dict(model, optimizer)}
+    dcp.save(state, checkpoint_id=staging / STATE_DIR, no_dist=not dist.is_initialized())
 
-    `metrics` is the step's own record: a kill after the checkpoint and before the record reaches the
-    metrics file would lose it, since the resumed run starts after this step (`load_metrics`)."""
+
+def load_train_state(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Read a checkpoint's model and AdamW state into this rank's (sharded or whole) model (collective).
+
+    The template is this run's own state, AdamW's included (torch creates its moments when empty),
+    so each rank reads exactly its shards whatever the number of ranks that wrote them."""
+    check_format(path)
+    state = {"model": get_model_state_dict(model), "optim": get_optimizer_state_dict(model, optimizer)}
+    dcp.load(state, checkpoint_id=path / STATE_DIR, no_dist=not dist.is_initialized())
+    set_model_state_dict(model, state["model"])
+    set_optimizer_state_dict(model, optimizer, state["optim"])
+
+
+def read_tensors(path: Path, prefix: str = "model.") -> dict[str, torch.Tensor]:
+    """Every tensor of a checkpoint whose key starts with `prefix`, whole, on CPU, prefix dropped; no process group.
+
+    `model.` gives the model's full state dict (as the trainer's model names it), `optim.state.` AdamW's."""
+    check_format(path)
+    metadata = dcp.FileSystemReader(path / STATE_DIR).read_metadata()
+    state = {
+        key.removeprefix(prefix): torch.empty(meta.size, dtype=meta.properties.dtype)
+        for key, meta in metadata.state_dict_metadata.items()
+        if key.startswith(prefix) and isinstance(meta, TensorStorageMetadata)
+    }
+    dcp.load({prefix.rstrip("."): state}, checkpoint_id=path / STATE_DIR, no_dist=True)
+    return state
+
+
+def check_format(path: Path) -> dict:
+    """The checkpoint's meta.json; a one-line error for a checkpoint this version cannot read."""
+    meta = json.loads((path / "meta.json").read_text())
+    if meta.get("format") != CHECKPOINT_FORMAT:
+        raise UserError(f"checkpoint {path} has format {meta.get('format')} (whole-model torch.save files), this "
+                        f"version reads format {CHECKPOINT_FORMAT} (sharded): start a new output_dir or set "
+                        "ckpt.resume = false")
+    return meta
+
+
+def finish_checkpoint(
+    output_dir: Path, step: int, world_size: int, keep_last: int, config_json: str, assets_dir: Path | None,
+    lora: dict | None = None, diloco_state: dict | None = None, metrics: dict | None = None,
+) -> Path:
+    """Add the model's description (and DiLoCo site state) to the ranks' shards, publish the directory, prune old ones.
+
+    `lora` (the LoRA settings, None: full weights) tells `export` how to merge adapters. `metrics` is the
+    step's own record: a kill after the checkpoint and before the record reaches the metrics file would
+    lose it, since the resumed run starts after this step (`load_metrics`)."""
     staging = staging_dir(output_dir, step)
-    torch.save(model_state, staging / "model.pt")
-    torch.save(optimizer_state, staging / "optimizer.pt")
     if diloco_state is not None:
         torch.save(diloco_state, staging / "diloco.pt")
     if metrics is not None:
         (staging / "metrics.json").write_text(json.dumps(metrics))
-    meta = {"format": CHECKPOINT_FORMAT, "step": step, "world_size": world_size}
+    (staging / "config.json").write_text(config_json)
+    copy_model_assets(assets_dir, staging)
+    meta = {"format": CHECKPOINT_FORMAT, "step": step, "world_size": world_size, "lora": lora}
     (staging / "meta.json").write_text(json.dumps(meta))
     final = checkpoint_dir(output_dir, step)
     atomic_publish_dir(staging, final)
     for old in list_checkpoints(output_dir)[:-keep_last]:
         shutil.rmtree(checkpoint_dir(output_dir, old), ignore_errors=True)
     return final
-
-
-def load_states(path: Path) -> tuple[dict, dict]:
-    """(model state, optimizer state) of a checkpoint directory, tensors on CPU."""
-    model_state = torch.load(path / "model.pt", map_location="cpu", weights_only=True)
-    optimizer_state = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=True)
-    return model_state, optimizer_state
 
 
 def load_metrics(path: Path) -> dict | None:

@@ -97,6 +97,21 @@ class CheckpointConfig(BaseConfig):
     resume: Annotated[bool, Field(description="Resume from the newest checkpoint in output_dir if there is one.")] = True
 
 
+class LoRAConfig(BaseConfig):
+    """Low-rank adapters (peft) on the model's linear layers; the base weights stay frozen and untouched by AdamW.
+
+    Weight versions are published merged (W + B A * alpha / rank), so inference loads full weights as usual.
+    No adapter dropout: it would make the trainer score tokens under a different network than the sampler."""
+
+    rank: Annotated[int, Field(ge=1, description="Rank r of each adapter.")] = 16
+    alpha: Annotated[float, Field(gt=0, description="Scale numerator: the update is B A * alpha / rank.")] = 32.0
+    target_modules: Annotated[
+        list[str] | Literal["all-linear"],
+        Field(description="Module names to adapt (e.g. [\"q_proj\", \"v_proj\"]); all-linear: every linear layer "
+                          "but the output head."),
+    ] = "all-linear"
+
+
 class DataConfig(BaseConfig):
     """Where this trainer's batches come from; several DiLoCo sites each take one shard of every step."""
 
@@ -144,6 +159,19 @@ class TrainerConfig(BaseConfig):
     diloco: Annotated[
         DiLoCoConfig | None,
         Field(description="Train as one site of a Streaming DiLoCo run (composer_prime/diloco); None: a lone trainer."),
+    ] = None
+    activation_checkpointing: Annotated[
+        bool, Field(description="Recompute each decoder layer's activations in the backward pass instead of keeping "
+                                "them: less memory, about one more forward pass of compute.")
+    ] = False
+    mixed_precision: Annotated[
+        bool, Field(description="With a half-precision model.dtype (bfloat16, float16): keep parameters and AdamW "
+                                "state in float32 and compute in model.dtype (FSDP2's MixedPrecisionPolicy when "
+                                "sharded, autocast otherwise); published versions are in model.dtype. Off: train "
+                                "the half-precision weights directly.")
+    ] = True
+    lora: Annotated[
+        LoRAConfig | None, Field(description="Train low-rank adapters instead of all weights; None: full fine-tuning.")
     ] = None
     publish_weights: Annotated[
         bool, Field(description="Publish each step's weights as a version. Of several DiLoCo sites only the lead "

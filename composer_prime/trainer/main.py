@@ -23,8 +23,9 @@ from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
 from composer_prime.errors import UserError
 from composer_prime.loss.registry import resolve_loss
-from composer_prime.model.load import load_tokenizer, load_train_model
+from composer_prime.model.load import load_tokenizer
 from composer_prime.trainer import checkpoint as ckpt
+from composer_prime.trainer.build import build_train_model, inference_state_dict
 from composer_prime.trainer.config import TrainerConfig
 from composer_prime.trainer.data import own_share, wait_for_batch
 from composer_prime.trainer.hint import HintChannel
@@ -32,11 +33,7 @@ from composer_prime.trainer.parallel import (
     World,
     barrier,
     close_world,
-    full_model_state_dict,
-    full_optimizer_state_dict,
     init_world,
-    load_full_state,
-    shard_model,
 )
 from composer_prime.trainer.preference import PreferenceChannel
 from composer_prime.trainer.progress import StepReporter
@@ -61,8 +58,7 @@ def _resume(config: TrainerConfig, model, optimizer, world: World) -> int:
         return 0
     step = steps[-1]
     path = ckpt.checkpoint_dir(config.output_dir, step)
-    model_state, optim_state = ckpt.load_states(path) if world.is_main or not world.distributed else ({}, {})
-    load_full_state(model, optimizer, model_state, optim_state, world)
+    ckpt.load_train_state(path, model, optimizer)
     if (rng := ckpt.load_rng(path, world.rank)) is not None:
         ckpt.set_rng_state(rng)
     logger.info("resumed from %s", path)
@@ -86,15 +82,21 @@ def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World
     if world.is_main:
         ckpt.begin_checkpoint(config.output_dir, step)
     barrier(world)
-    ckpt.write_rng(ckpt.staging_dir(config.output_dir, step), world.rank)
-    model_state = full_model_state_dict(model, world)
-    optim_state = full_optimizer_state_dict(model, optimizer, world)
+    staging = ckpt.staging_dir(config.output_dir, step)
+    ckpt.write_rng(staging, world.rank)
+    ckpt.save_train_state(staging, model, optimizer)
     barrier(world)
     if world.is_main:
         ckpt.finish_checkpoint(
-            config.output_dir, step, model_state, optim_state, world.world_size, config.ckpt.keep_last,
+            config.output_dir, step, world.world_size, config.ckpt.keep_last, model.config.to_json_string(),
+            _assets_dir(config), lora=config.lora.model_dump() if config.lora is not None else None,
             diloco_state=site.state_dict() if site is not None else None, metrics=record,
         )
+
+
+def _assets_dir(config: TrainerConfig) -> Path | None:
+    """Where the tokenizer files that versions and checkpoints carry along come from."""
+    return Path(config.model.path) if Path(config.model.path).is_dir() else None
 
 
 def _complete_resumed_step(config: TrainerConfig, step: int, metrics: MetricsLogger | None) -> None:
@@ -116,10 +118,8 @@ def train(config: TrainerConfig, world: World) -> None:
     if config.diloco is not None and world.distributed:
         raise UserError("trainer.diloco runs one process per site; use num_train_processes = 1 with diloco")
     torch.manual_seed(config.seed)
-    model = load_train_model(config.model, world.device)
+    model = build_train_model(config, world)
     channels = make_channels(config, world)
-    if world.distributed:
-        shard_model(model)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.optim.lr, betas=config.optim.betas, weight_decay=config.optim.weight_decay
     )
@@ -135,10 +135,10 @@ def train(config: TrainerConfig, world: World) -> None:
     if channels.preference is not None:  # before any step: the reference is the initial policy
         channels.preference.prepare_reference(model, world.device, write=world.is_main)
     config_json = model.config.to_json_string()
-    assets_dir = Path(config.model.path) if Path(config.model.path).is_dir() else None
+    assets_dir = _assets_dir(config)
 
     def publish(version: int) -> None:
-        state = full_model_state_dict(model, world)  # a collective: every rank takes part
+        state = inference_state_dict(model, config, world)  # a collective: every rank takes part
         if world.is_main:
             publish_weights(config.output_dir, version, state, config_json, assets_dir)
             prune_versions(config.output_dir, config.keep_weight_versions)

@@ -1,4 +1,4 @@
-"""Data parallelism: torchrun ranks, FSDP2 sharding with summed gradients, full state dicts on rank 0."""
+"""Data parallelism: torchrun ranks, FSDP2 sharding with summed gradients, full model state dicts on rank 0."""
 
 from __future__ import annotations
 
@@ -8,14 +8,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
-from torch.distributed.checkpoint.state_dict import (
-    StateDictOptions,
-    get_model_state_dict,
-    get_optimizer_state_dict,
-    set_model_state_dict,
-    set_optimizer_state_dict,
-)
-from torch.distributed.fsdp import FSDPModule, fully_shard
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 
 from composer_prime.config import ModelConfig
@@ -57,50 +51,30 @@ def close_world(world: World) -> None:
         dist.destroy_process_group()
 
 
-def shard_model(model: torch.nn.Module) -> None:
-    """FSDP2: shard each decoder layer (HF `_no_split_modules`), then the root.
+def shard_model(model: torch.nn.Module, mp_policy: MixedPrecisionPolicy | None = None) -> None:
+    """FSDP2: shard each decoder layer (HF `_no_split_modules`), then the root, computing as `mp_policy` says.
 
     The loss is already divided by the GLOBAL loss-token count, so the gradient of the
     global loss is the SUM of the ranks' gradients; FSDP's default averaging would divide
     it by the world size. Divide factor 1 with sum-only collectives (gloo has no
     PREMUL_SUM) makes FSDP sum.
     """
+    policy = mp_policy or MixedPrecisionPolicy()
     layer_classes = set(getattr(model, "_no_split_modules", None) or [])
     for module in model.modules():
         if type(module).__name__ in layer_classes:
-            fully_shard(module)
-    fully_shard(model)
+            fully_shard(module, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
     for module in model.modules():
         if isinstance(module, FSDPModule):
             module.set_gradient_divide_factor(1.0)
             module.set_force_sum_reduction_for_comms(True)
 
 
-def _full_options(world: World, load: bool = False) -> StateDictOptions:
-    if not world.distributed:
-        return StateDictOptions(full_state_dict=True)
-    if load:
-        return StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
-    return StateDictOptions(full_state_dict=True, cpu_offload=True)
-
-
 def full_model_state_dict(model: torch.nn.Module, world: World) -> dict[str, torch.Tensor]:
     """Unsharded CPU-or-device tensors on rank 0 (collective: every rank calls it); {} elsewhere."""
-    return get_model_state_dict(model, options=_full_options(world))
-
-
-def full_optimizer_state_dict(model: torch.nn.Module, optimizer: torch.optim.Optimizer, world: World) -> dict:
-    """Unsharded optimizer state keyed by parameter name on rank 0 (collective); {} elsewhere."""
-    return get_optimizer_state_dict(model, optimizer, options=_full_options(world))
-
-
-def load_full_state(
-    model: torch.nn.Module, optimizer: torch.optim.Optimizer, model_state: dict, optim_state: dict, world: World
-) -> None:
-    """Load full state dicts (read on rank 0 only when distributed) back into the (sharded) model and optimizer."""
-    options = _full_options(world, load=True)
-    set_model_state_dict(model, model_state, options=options)
-    set_optimizer_state_dict(model, optimizer, optim_state, options=options)
+    options = StateDictOptions(full_state_dict=True, cpu_offload=world.distributed)
+    return get_model_state_dict(model, options=options)
 
 
 def clip_grad_norm(parameters: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:

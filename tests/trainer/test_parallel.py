@@ -7,7 +7,10 @@ import sys
 import pytest
 import torch
 from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
 
+from composer_prime.model.export import ExportConfig, export
+from composer_prime.trainer.checkpoint import read_tensors
 from composer_prime.utils.metrics import read_metrics
 from composer_prime.utils.net import free_port
 from composer_prime.weights import WEIGHTS_FILE, version_dir
@@ -66,11 +69,16 @@ def one_process(tmp_path_factory, tiny_model_dir, helpers):
     return out
 
 
-def test_two_ranks_match_one_process(tmp_path, tiny_model_dir, helpers, one_process):
-    out = tmp_path / "two_ranks"
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory, tiny_model_dir, helpers):
+    out = tmp_path_factory.mktemp("two_ranks") / "run"
     write_batches(helpers, out, world_size=2)
     run_two_ranks(helpers, helpers.trainer_config(out, tiny_model_dir, **SETTINGS))
+    return out
 
+
+def test_two_ranks_match_one_process(two_ranks, one_process):
+    out = two_ranks
     # ranks pack differently, moving float32 log-probs by <= 5e-7; the loss averages them times |A| ~ 1
     assert curve(out, "loss") == pytest.approx(curve(one_process, "loss"), rel=1e-5, abs=1e-6)
     # Adam ignores a global gradient scale, so the norm is what shows that ranks' gradients are
@@ -78,11 +86,13 @@ def test_two_ranks_match_one_process(tmp_path, tiny_model_dir, helpers, one_proc
     assert curve(out, "grad_norm") == pytest.approx(curve(one_process, "grad_norm"), rel=1e-4)
     for version in STEPS:
         assert_same_weights(out, one_process, version)
-    sharded = torch.load(out / "checkpoints/step_3/optimizer.pt", weights_only=True)
-    single = torch.load(one_process / "checkpoints/step_3/optimizer.pt", weights_only=True)
-    assert sharded["state"].keys() == single["state"].keys()
-    for name, state in single["state"].items():
-        torch.testing.assert_close(sharded["state"][name]["exp_avg_sq"], state["exp_avg_sq"], rtol=1e-3, atol=1e-12)
+    sharded = read_tensors(out / "checkpoints/step_3", "optim.state.")
+    single = read_tensors(one_process / "checkpoints/step_3", "optim.state.")
+    assert sharded.keys() == single.keys()
+    second_moments = [name for name in single if name.endswith(".exp_avg_sq")]
+    assert second_moments
+    for name in second_moments:
+        torch.testing.assert_close(sharded[name], single[name], rtol=1e-3, atol=1e-12, msg=name)
 
 
 def test_two_ranks_resume_a_checkpoint_into_the_sharded_model(tmp_path, tiny_model_dir, helpers, one_process):
@@ -96,3 +106,28 @@ def test_two_ranks_resume_a_checkpoint_into_the_sharded_model(tmp_path, tiny_mod
     assert [r["step"] for r in read_metrics(out, "trainer")] == [3]
     assert curve(out, "loss") == pytest.approx(curve(one_process, "loss")[2:], rel=1e-5, abs=1e-6)  # as above
     assert_same_weights(out, one_process, 3)
+
+
+def test_one_rank_resumes_a_checkpoint_two_ranks_wrote(tmp_path, tiny_model_dir, helpers, one_process, two_ranks):
+    """Step 2's sharded checkpoint of the 2-rank run, each rank's half of every parameter and moment, read
+    back whole by one process, which then trains step 3 as the one process and the two ranks did."""
+    assert len(list((two_ranks / "checkpoints/step_2/state").glob("*.distcp"))) == 2  # one file per rank
+    out = tmp_path / "resumed"
+    write_batches(helpers, out, world_size=1)
+    shutil.copytree(two_ranks / "checkpoints/step_2", out / "checkpoints/step_2")
+    result = helpers.run_trainer(helpers.trainer_config(out, tiny_model_dir, **SETTINGS))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "resumed from" in result.stderr
+    assert [r["step"] for r in read_metrics(out, "trainer")] == [3]
+    assert curve(out, "loss") == pytest.approx(curve(two_ranks, "loss")[2:], rel=1e-5, abs=1e-6)  # as above
+    assert curve(out, "loss") == pytest.approx(curve(one_process, "loss")[2:], rel=1e-5, abs=1e-6)
+    assert_same_weights(out, two_ranks, 3)
+
+
+def test_export_of_a_two_rank_checkpoint_is_its_weight_version(tmp_path, two_ranks):
+    exported = export(ExportConfig(source=two_ranks / "checkpoints/step_3", output_dir=tmp_path / "hf"))
+    version = load_file(str(version_dir(two_ranks, 3) / WEIGHTS_FILE))
+    loaded = AutoModelForCausalLM.from_pretrained(exported).state_dict()
+    assert loaded.keys() == version.keys()
+    for key, tensor in version.items():
+        assert torch.equal(loaded[key], tensor), key

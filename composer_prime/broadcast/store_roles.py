@@ -1,7 +1,7 @@
 """The run's store roles and the least each may do, as seaweedfs S3 identity actions (infra/README.md).
 
 Volunteer workers are not a role: they hold no credential and upload through grants the coordinator
-presigns with its own (worker/grants.py). Every role may list the bucket (names only) because s3fs
+presigns with its own (coordinator/grants.py). Every role may list the bucket (names only) because s3fs
 looks up a missing key by listing its parent.
 
 `python -m composer_prime.broadcast.store_roles DIR [--bucket run] [--sites b c]` writes fresh keys for

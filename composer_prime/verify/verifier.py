@@ -98,7 +98,7 @@ class RolloutVerifier:
 
     def verify(self, data: bytes, current_version: int, uploader: str | None = None) -> Decision:
         """`uploader`: the worker whose store prefix held the batch. Workers upload by grant under their own
-        prefix only (worker/grants.py), so a batch there that does not decode, or names another worker, is
+        prefix only (coordinator/grants.py), so a batch there that does not decode, or names another worker, is
         that worker's doing and counts against it."""
         blame = uploader if uploader in self.registry.workers else None
         try:

@@ -33,7 +33,7 @@ from composer_prime.utils.metrics import read_metrics
 from composer_prime.utils.processes import stop
 from composer_prime.verify.step_seal import seal_step
 from composer_prime.weights import list_versions
-from composer_prime.worker.protocol import JoinRequest
+from composer_prime.coordinator.protocol import JoinRequest
 
 pytestmark = pytest.mark.slow
 STEPS = 12

@@ -24,9 +24,9 @@ from composer_prime.errors import UserError
 from composer_prime.loss.registry import resolve_loss
 from composer_prime.model.load import load_tokenizer, load_train_model
 from composer_prime.trainer import checkpoint as ckpt
+from composer_prime.trainer.channels import LossChannel, build_channels
 from composer_prime.trainer.config import TrainerConfig
 from composer_prime.trainer.data import own_share, wait_for_batch
-from composer_prime.trainer.hint import HintChannel
 from composer_prime.trainer.parallel import (
     World,
     barrier,
@@ -37,10 +37,9 @@ from composer_prime.trainer.parallel import (
     load_full_state,
     shard_model,
 )
-from composer_prime.trainer.preference import PreferenceChannel
 from composer_prime.trainer.progress import StepReporter
 from composer_prime.trainer.site import TrainerSite
-from composer_prime.trainer.step import Channels, learning_rate, train_step
+from composer_prime.trainer.step import learning_rate, train_step
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
 from composer_prime.weights import (
     broadcast_root,
@@ -116,7 +115,7 @@ def train(config: TrainerConfig, world: World) -> None:
         raise UserError("trainer.diloco runs one process per site; use num_train_processes = 1 with diloco")
     torch.manual_seed(config.seed)
     model = load_train_model(config.model, world.device)
-    channels = make_channels(config, world)
+    channels = build_channels(config)
     if world.distributed:
         shard_model(model)
     optimizer = torch.optim.AdamW(
@@ -131,8 +130,8 @@ def train(config: TrainerConfig, world: World) -> None:
         ckpt.remove_checkpoints_after(config.output_dir, start)  # only with ckpt.resume off can any exist
         if config.publish_weights:
             _drop_versions_after(config, start)
-    if channels.preference is not None:  # before any step: the reference is the initial policy
-        channels.preference.prepare_reference(model, world.device, write=world.is_main)
+    for channel in channels:  # before any step: the preference reference is the initial policy
+        channel.prepare(model, world)
     config_json = model.config.to_json_string()
     assets_dir = Path(config.model.path) if Path(config.model.path).is_dir() else None
 
@@ -162,7 +161,6 @@ def train(config: TrainerConfig, world: World) -> None:
         _complete_resumed_step(config, start, metrics)
     if start and config.publish_weights and start not in list_versions(config.output_dir):
         publish(start)  # killed between the checkpoint and its version: the orchestrator waits for it
-    hint_idle_logged = False
     step = start
     with site if site is not None else nullcontext():
         try:
@@ -176,12 +174,8 @@ def train(config: TrainerConfig, world: World) -> None:
                     batch = own_share(batch)
                 lr = learning_rate(step, config.optim)
                 t0 = time.perf_counter()
-                if channels.hint is not None and batch.num_hint_tokens == 0 and not hint_idle_logged:
-                    logger.info("hint channel has no inputs at step %d: the batch carries no hint sites (is "
-                                "orchestrator.hints.enabled on? does any rollout err?)", step)
-                    hint_idle_logged = True
-                if step == start + 1 and channels.preference is not None:
-                    log_eval(metrics, start, channels.preference.evaluate(model, world.device))
+                if step == start + 1:
+                    log_held_out(metrics, start, channels, model, world, always=True)
                 result = train_step(model, optimizer, batch, loss, lr, config.optim.max_norm, world, channels)
                 train_s = time.perf_counter() - t0
                 if site is not None and (healed := site.after_step()) is not None:
@@ -204,8 +198,6 @@ def train(config: TrainerConfig, world: World) -> None:
                         "step_s": time.perf_counter() - t0 + idle_s,  # waiting and training, before saving
                         "off_policy_lag": step - 1 - batch.min_policy_version,
                     }
-                    if channels.hint is not None:
-                        record |= channels.hint.end_step(step)
                 # The record goes into the checkpoint first: a kill between the two cannot lose it.
                 if step % config.ckpt.interval == 0:
                     _checkpoint(config, step, model, optimizer, world, site, record)
@@ -214,38 +206,17 @@ def train(config: TrainerConfig, world: World) -> None:
                 if metrics is not None:
                     metrics.log(step, record)
                     reporter.update(step, record)
-                pref = channels.preference
-                if pref is not None and (step == config.max_steps or (
-                        pref.config.eval_interval and step % pref.config.eval_interval == 0)):
-                    log_eval(metrics, step, pref.evaluate(model, world.device))
+                log_held_out(metrics, step, channels, model, world, always=step == config.max_steps)
         finally:
             reporter.close()
             if metrics is not None:
                 metrics.close()
 
 
-def make_channels(config: TrainerConfig, world: World) -> Channels:
-    """Channels 2 and 3 as configured; each one that is off says why, once."""
-    hint_cfg, pref_cfg = config.loss.hint, config.loss.preference
-    channels = Channels()
-    if hint_cfg.weight > 0:
-        channels.hint, channels.hint_weight = HintChannel(hint_cfg, config.max_steps), hint_cfg.weight
-        logger.info("hint channel on: alpha %g, %s, side channel %s", hint_cfg.weight, hint_cfg.variant,
-                    hint_cfg.side_channel)
-    else:
-        logger.info("hint channel off: trainer.loss.hint.weight is 0 (hint sites in batches are ignored)")
-    if pref_cfg.pairs is None:
-        logger.info("preference channel off: trainer.loss.preference.pairs is not set")
-    else:
-        # With weight 0 the pairs are still read, for held-out accuracy: the ablation's beta = 0 arm needs it.
-        channels.preference = PreferenceChannel(pref_cfg, load_tokenizer(config.model), config.output_dir, config.seed)
-        channels.preference_weight = pref_cfg.weight
-        if pref_cfg.weight == 0:
-            logger.info("preference channel off: trainer.loss.preference.weight is 0 (held-out accuracy still logged)")
-    return channels
-
-
-def log_eval(metrics: MetricsLogger | None, step: int, record: dict[str, float]) -> None:
+def log_held_out(metrics: MetricsLogger | None, step: int, channels: list[LossChannel], model, world: World,
+                 always: bool) -> None:
+    """Every rank evaluates (the forwards are collectives under FSDP); the main rank logs."""
+    record = {k: v for channel in channels for k, v in channel.held_out(model, world, step, always).items()}
     if metrics is not None and record:
         metrics.log(step, record)
 

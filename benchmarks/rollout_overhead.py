@@ -20,14 +20,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.configs.inference import InferenceConfig
+from composer_prime.configs.orchestrator import AdvantageConfig, EnvConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig
 from composer_prime.eval.server import inference_server, wait_ready
 from composer_prime.inference.client import InferenceClient
-from composer_prime.inference.config import InferenceConfig
 from composer_prime.model.load import load_tokenizer
 from composer_prime.model.tiny import TinyModelConfig, build
 from composer_prime.orchestrator.advantage import compute_advantages
-from composer_prime.orchestrator.config import AdvantageConfig, EnvConfig
 from composer_prime.orchestrator.envs import load_environment
 from composer_prime.orchestrator.packing import Sample, pack_step
 from composer_prime.orchestrator.rollout import rollout_group

@@ -13,12 +13,12 @@ import tempfile
 from pathlib import Path
 
 from composer_prime.cli import run_cli
-from composer_prime.config import LogConfig
-from composer_prime.eval.config import EvalCommandConfig
+from composer_prime.configs.eval import EvalCommandConfig
+from composer_prime.configs.inference import InferenceConfig
+from composer_prime.configs.shared import LogConfig
 from composer_prime.eval.evaluate import EvalResult, evaluate, held_out_examples
 from composer_prime.eval.server import inference_server, wait_ready
 from composer_prime.inference.client import InferenceClient
-from composer_prime.inference.config import InferenceConfig
 from composer_prime.model.load import load_tokenizer
 from composer_prime.orchestrator.envs import load_environment
 from composer_prime.utils.metrics import MetricsLogger

@@ -33,8 +33,8 @@ from verifiers.v1.graph import MessageNode
 from verifiers.v1.types import AssistantMessage, Message, content_text
 from verifiers.v1.utils import loaders
 
+from composer_prime.configs.orchestrator import EnvConfig
 from composer_prime.errors import UserError
-from composer_prime.orchestrator.config import EnvConfig
 
 logger = logging.getLogger(__name__)
 

@@ -37,16 +37,15 @@ from rich.console import Console
 from rich.progress import Progress
 from transformers import PreTrainedTokenizerBase
 
-from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
+from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.errors import UserError
 from composer_prime.eval.evaluate import evaluate, held_out_examples
 from composer_prime.eval.headline import headline
+from composer_prime.hints.writer import make_hint_writer
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
 from composer_prime.orchestrator.advantage import compute_advantages
-from composer_prime.orchestrator.config import OrchestratorConfig
-from composer_prime.hints.writer import make_hint_writer
 from composer_prime.orchestrator.envs import Environment, Example, load_environment
 from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites, rollouts_of
 from composer_prime.orchestrator.multiturn import ToolGroup, tool_rollout_group
@@ -54,6 +53,7 @@ from composer_prime.orchestrator.packing import pack_step
 from composer_prime.orchestrator.rollout import Group, answer_lengths, prompt_index, request_seed, rollout_group
 from composer_prime.orchestrator.steps import log_unlogged_steps, mirror_missing, next_step, write_step
 from composer_prime.orchestrator.weight_sync import WeightSync
+from composer_prime.store import Store
 from composer_prime.traces import write_traces
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
 from composer_prime.utils.progress import step_progress

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import httpx
 from transformers import PreTrainedTokenizerBase
 
+from composer_prime.chat import ChatMessage
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.protocol import GenerateRequest
-from composer_prime.messages import ChatMessage
 from composer_prime.orchestrator.conversation import TemplateMismatch, TokenConversation
 from composer_prime.orchestrator.envs import Environment, Example
 from composer_prime.orchestrator.packing import Sample

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from composer_prime.batch import TrainBatch, batch_path, store_batch_key, store_complete_key, write_batch
-from composer_prime.broadcast.store import Store
+from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_publish_dir, atomic_write_bytes
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
 

@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from composer_prime.messages import ToolCall
+from composer_prime.chat import ToolCall
 
 _BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.DOTALL)
 # The same wording as replay/render.py, so replayed and trained conversations describe tools alike.

@@ -27,21 +27,21 @@ import msgspec
 import numpy as np
 from transformers import AutoConfig, PreTrainedTokenizerBase
 
-from composer_prime.broadcast import keys
-from composer_prime.broadcast.store import Store
+from composer_prime import keys
+from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.errors import UserError
 from composer_prime.orchestrator.advantage import compute_advantages
-from composer_prime.orchestrator.config import OrchestratorConfig
 from composer_prime.orchestrator.packing import Sample, pack_step
 from composer_prime.orchestrator.steps import completed_steps, log_unlogged_steps, next_step, write_step
+from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_write_bytes
 from composer_prime.utils.metrics import MetricsLogger
 from composer_prime.utils.serve import ServedApp
 from composer_prime.verify.inbox import RolloutInbox
-from composer_prime.verify.messages import RolloutSample
-from composer_prime.verify.registry import WorkerRegistry
+from composer_prime.verify.rollout_batch import RolloutSample
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.verifier import Decision, RolloutVerifier
+from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.weights import latest_version, version_dir
 from composer_prime.worker.coordinator import create_coordinator_app
 from composer_prime.worker.protocol import JoinResponse

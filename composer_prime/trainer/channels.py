@@ -2,10 +2,9 @@
 
     loss = L_pg + sum over channels of weight_c * L_c
 
-A channel owns its inputs (hint sites in the batch, preference pairs on disk), its forwards and
-its backward calls: `train_step` (trainer/step.py) only calls `backward` on every rank, adds the
-sums each rank returns and hands the totals back to `finish`, so a new channel is one class here
-and nothing in the step or the trainer loop changes.
+A channel owns its inputs (hint sites in the batch, preference pairs on disk), its forwards and its
+backward calls; `train_step` (trainer/step.py) calls `backward` on every rank, sums what the ranks
+return and hands the totals to `finish`. A new channel is one class and one line in build_channels.
 """
 
 from __future__ import annotations
@@ -16,8 +15,8 @@ from typing import Protocol
 import torch
 
 from composer_prime.batch import TrainBatch
+from composer_prime.configs.trainer import TrainerConfig
 from composer_prime.model.load import load_tokenizer
-from composer_prime.trainer.config import TrainerConfig
 from composer_prime.trainer.hint import HintChannel
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.preference import PreferenceChannel
@@ -27,24 +26,22 @@ logger = logging.getLogger(__name__)
 
 class LossChannel(Protocol):
     name: str
-    """Its loss is logged as `loss/<name>`; its metrics carry the prefix `<name>/`."""
+    """Its loss is logged as `loss/<name>`, its metrics as `<name>/...`."""
     weight: float
-    """Weight of L_c in the composed loss (alpha, beta_w); backward already applies it."""
+    """Its weight in the composed loss (alpha, beta_w); `backward` applies it."""
 
     def prepare(self, model: torch.nn.Module, world: World) -> None:
-        """Once, before the first step, with the initial (or resumed) weights."""
+        """Once before the first step, with the initial (or resumed) weights."""
 
     def backward(self, model: torch.nn.Module, batch: TrainBatch, world: World) -> dict[str, float] | None:
-        """Forward and backward this rank's share, scaled by weight / the channel's global normaliser.
-
-        Returns this rank's sums (the same keys on every rank), or None when the step has no
-        inputs for the channel; that decision must be the same on every rank (FSDP's collectives)."""
+        """Backward of weight * this rank's share / the global normaliser; this rank's sums (same keys on
+        every rank), or None when the step has no inputs, decided alike on every rank (FSDP collectives)."""
 
     def finish(self, totals: dict[str, float], batch: TrainBatch) -> tuple[float, dict[str, float]]:
-        """From the sums of all ranks: the channel's unweighted loss L_c and its metrics."""
+        """From the sums of all ranks: the unweighted loss L_c and the channel's metrics."""
 
     def held_out(self, model: torch.nn.Module, world: World, step: int, always: bool) -> dict[str, float]:
-        """Held-out metrics after `step` when due (always when `always`), else {}."""
+        """Held-out metrics after `step` when due (always when `always`), else {}; runs on every rank."""
 
 
 def build_channels(config: TrainerConfig) -> list[LossChannel]:

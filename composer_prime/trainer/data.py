@@ -10,8 +10,8 @@ import msgspec
 import torch
 
 from composer_prime.batch import MicroBatch, TrainBatch, batch_path, read_batch, store_batch_key, store_complete_key
-from composer_prime.broadcast.store import Store
 from composer_prime.errors import UserError
+from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_write_bytes
 
 _POLL_S = 0.05

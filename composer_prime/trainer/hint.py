@@ -20,11 +20,11 @@ import torch
 from torch import Tensor
 
 from composer_prime.batch import HintSite, TrainBatch
+from composer_prime.configs.trainer import HintLossConfig
 from composer_prime.errors import UserError
 from composer_prime.loss.jsd import chunked_generalized_jsd, divergence_from_logprobs, sparse_generalized_jsd
 from composer_prime.loss.taid import TAIDState, entropy_gated_kl, taid_init, taid_loss, taid_update
 from composer_prime.loss.topk import TopKLogprobs, append_tail, extract_topk, gather_logprobs
-from composer_prime.trainer.config import HintLossConfig
 from composer_prime.trainer.parallel import World, all_reduce_max
 
 logger = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Per step: wait for this rank's batch, train on it, checkpoint (every `ckpt.interval`),
 publish the new weight version, log. With `[trainer.diloco]` the trainer is one site of a
-Streaming DiLoCo run (trainer/site.py): it trains its shard of each step (`[trainer.data]`) and
+Streaming DiLoCo run (trainer/diloco_site.py): it trains its shard of each step (`[trainer.data]`) and
 only the lead site publishes versions. Resumes from the newest checkpoint and continues
 bit-exactly; weight versions newer than that checkpoint are deleted, since they will be
 recomputed.
@@ -18,14 +18,14 @@ from pathlib import Path
 
 import torch
 
-from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
+from composer_prime.configs.trainer import TrainerConfig
 from composer_prime.errors import UserError
-from composer_prime.loss.registry import resolve_loss
-from composer_prime.model.load import load_tokenizer, load_train_model
+from composer_prime.loss.resolve import resolve_loss
+from composer_prime.model.load import load_train_model
+from composer_prime.store import Store
 from composer_prime.trainer import checkpoint as ckpt
 from composer_prime.trainer.channels import LossChannel, build_channels
-from composer_prime.trainer.config import TrainerConfig
 from composer_prime.trainer.data import own_share, wait_for_batch
 from composer_prime.trainer.parallel import (
     World,
@@ -37,8 +37,8 @@ from composer_prime.trainer.parallel import (
     load_full_state,
     shard_model,
 )
+from composer_prime.trainer.diloco_site import DiLoCoTrainerSite
 from composer_prime.trainer.progress import StepReporter
-from composer_prime.trainer.site import TrainerSite
 from composer_prime.trainer.step import learning_rate, train_step
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
 from composer_prime.weights import (
@@ -79,7 +79,7 @@ def _drop_versions_after(config: TrainerConfig, step: int) -> None:
                 shutil.rmtree(child, ignore_errors=True)
 
 
-def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World, site: TrainerSite | None,
+def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World, site: DiLoCoTrainerSite | None,
                 record: dict | None) -> None:
     if world.is_main:
         ckpt.begin_checkpoint(config.output_dir, step)
@@ -144,7 +144,7 @@ def train(config: TrainerConfig, world: World) -> None:
     if config.publish_weights and start == 0 and not list_versions(config.output_dir):
         publish(0)  # the initial weights: what volunteer workers pull and verifiers trust before any step
 
-    site = TrainerSite(config.diloco, model, optimizer) if config.diloco is not None else None
+    site = DiLoCoTrainerSite(config.diloco, model, optimizer) if config.diloco is not None else None
     if site is not None and start and (state := ckpt.load_diloco(ckpt.checkpoint_dir(config.output_dir, start))):
         site.load_state_dict(state)  # after the site saved the resumed weights as its starting point
     data_dir = config.data.dir or config.output_dir

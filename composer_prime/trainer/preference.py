@@ -25,11 +25,11 @@ from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from composer_prime.batch import TrainBatch
+from composer_prime.chat import Action, render_tool_calls
+from composer_prime.configs.trainer import PreferenceLossConfig
 from composer_prime.errors import UserError
 from composer_prime.loss.preference import PreferenceOutput, add_chosen_nll, dpo_loss, sequence_logprobs, simpo_loss
-from composer_prime.messages import Action, render_tool_calls
 from composer_prime.pairs import PreferencePair, read_pairs
-from composer_prime.trainer.config import PreferenceLossConfig
 from composer_prime.trainer.logprobs import token_logprobs
 from composer_prime.trainer.parallel import World
 from composer_prime.utils.fs import atomic_write_bytes

@@ -16,10 +16,10 @@ import torch
 from torch import Tensor
 
 from composer_prime.batch import TrainBatch
+from composer_prime.configs.trainer import OptimConfig
 from composer_prime.loss.packed import packed_loss
-from composer_prime.loss.registry import Loss
+from composer_prime.loss.resolve import Loss
 from composer_prime.trainer.channels import LossChannel
-from composer_prime.trainer.config import OptimConfig
 from composer_prime.trainer.data import MicroBatchTensors
 from composer_prime.trainer.logprobs import forward_logprobs
 from composer_prime.trainer.parallel import World, all_gather_json, all_reduce_max, clip_grad_norm
@@ -45,16 +45,8 @@ def learning_rate(step: int, optim: OptimConfig) -> float:
     return optim.lr * min(1.0, step / optim.warmup_steps)
 
 
-def train_step(
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    batch: TrainBatch,
-    loss: Loss,
-    lr: float,
-    max_norm: float,
-    world: World,
-    channels: Sequence[LossChannel] = (),
-) -> StepResult:
+def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: TrainBatch, loss: Loss, lr: float,
+               max_norm: float, world: World, channels: Sequence[LossChannel] = ()) -> StepResult:
     for group in optimizer.param_groups:
         group["lr"] = lr
     micro_batches = [MicroBatchTensors.from_message(m, world.device) for m in batch.micro_batches]
@@ -98,10 +90,9 @@ def train_step(
             acc = totals.setdefault(key, [0.0, 0])
             acc[0] += s
             acc[1] += n
-    pg = sum(r["loss_sum"] for r in ranks) / scale
-    channel_losses = {"pg": pg}
     loss_metrics = {k: s / n for k, (s, n) in totals.items() if n > 0}
-    loss = pg
+    loss = pg = sum(r["loss_sum"] for r in ranks) / scale
+    channel_losses = {"pg": pg}
     for channel in channels:
         if channel.name in sums:
             part_totals = {key: sum(r["sums"][channel.name][key] for r in ranks) for key in sums[channel.name]}

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from fastapi import FastAPI, HTTPException
 
-from composer_prime.broadcast import keys
-from composer_prime.verify.registry import WorkerRegistry
+from composer_prime import keys
+from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.worker.protocol import (
     PROTOCOL_VERSION,
     Heartbeat,

@@ -21,20 +21,20 @@ from typing import TypeVar
 
 import httpx
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.client import BroadcastClient, make_sources
 from composer_prime.broadcast.manifest import BroadcastError
-from composer_prime.broadcast.store import Store
 from composer_prime.cli import run_cli
-from composer_prime.config import ModelConfig
+from composer_prime.configs.shared import ModelConfig
+from composer_prime.configs.worker import WorkerConfig
 from composer_prime.errors import UserError
 from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.model.load import resolve_device
-from composer_prime.verify.messages import RolloutBatch, RolloutSample
+from composer_prime.store import Store
+from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.toploc import build_proofs, require_toploc
-from composer_prime.worker.config import WorkerConfig
 from composer_prime.worker.journal import Journal
 from composer_prime.worker.protocol import (
     Heartbeat,
@@ -126,8 +126,8 @@ class Worker:
         from transformers import AutoTokenizer
 
         from composer_prime.inference.backend import make_backend
-        from composer_prime.inference.config import InferenceConfig
-        from composer_prime.orchestrator.config import EnvConfig
+        from composer_prime.configs.inference import InferenceConfig
+        from composer_prime.configs.orchestrator import EnvConfig
         from composer_prime.orchestrator.envs import load_environment
 
         info = await self.join()

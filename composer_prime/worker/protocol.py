@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from composer_prime.verify.toploc import ProofSpec
+from composer_prime.configs.verify import ProofSpec
 
 PROTOCOL_VERSION = 1
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from composer_prime.config import ModelConfig
+from composer_prime.configs.orchestrator import AdvantageConfig, EvalConfig, OrchestratorConfig, SamplingConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
-from composer_prime.orchestrator.config import AdvantageConfig, EvalConfig, OrchestratorConfig, SamplingConfig
 from composer_prime.orchestrator.envs import load_environment
 from composer_prime.orchestrator.main import Orchestrator, StepStats
 from composer_prime.orchestrator.rollout import prompt_index

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
+from composer_prime.configs.orchestrator import EnvConfig
 from composer_prime.errors import UserError
-from composer_prime.orchestrator.config import EnvConfig
 from composer_prime.orchestrator.envs import installed_environments, load_environment
 
 SMALL = {"num_examples": 50}

@@ -117,9 +117,9 @@ def test_a_template_with_tool_support_gets_the_schemas_itself(tokenizer):
 def test_a_hint_site_on_turn_i_scores_that_turn_after_everything_before_it(tokenizer):
     import asyncio
 
-    from composer_prime.hints.config import HintsConfig
+    from composer_prime.configs.hints import HintsConfig
     from composer_prime.hints.writer import TemplateHintWriter
-    from composer_prime.messages import ChatMessage, ToolCall
+    from composer_prime.chat import ChatMessage, ToolCall
     from composer_prime.orchestrator.envs import Example
     from composer_prime.orchestrator.hint_sites import build_hint_sites, rollouts_of
     from composer_prime.orchestrator.multiturn import ToolGroup, ToolRollout

@@ -11,10 +11,10 @@ import pytest
 
 from composer_prime.batch import batch_path, read_batch, store_batch_key, store_complete_key
 from composer_prime.broadcast.local_s3 import start_local_s3
-from composer_prime.broadcast.store import Store
 from composer_prime.errors import UserError
 from composer_prime.orchestrator.packing import Sample, pack_step
 from composer_prime.orchestrator.steps import mirror_missing, write_step
+from composer_prime.store import Store
 from composer_prime.trainer.data import fetch_from_store, wait_for_batch
 
 pytestmark = pytest.mark.slow

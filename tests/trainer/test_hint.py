@@ -8,9 +8,9 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from composer_prime.batch import Array, HintSite, TrainBatch
-from composer_prime.loss.registry import resolve_loss
+from composer_prime.configs.trainer import DPPOLossConfig, HintLossConfig
+from composer_prime.loss.resolve import resolve_loss
 from composer_prime.loss.topk import extract_topk
-from composer_prime.trainer.config import DPPOLossConfig, HintLossConfig
 from composer_prime.trainer.hint import HintChannel
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.step import train_step

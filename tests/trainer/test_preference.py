@@ -9,12 +9,12 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from composer_prime.batch import Array, MicroBatch, TrainBatch
+from composer_prime.chat import Action, ChatMessage, ToolCall
+from composer_prime.configs.trainer import DPPOLossConfig, PreferenceLossConfig
 from composer_prime.errors import UserError
-from composer_prime.loss.registry import resolve_loss
-from composer_prime.messages import Action, ChatMessage, ToolCall
+from composer_prime.loss.resolve import resolve_loss
 from composer_prime.model.tiny import TinyModelConfig, build
 from composer_prime.pairs import PreferencePair, Provenance, write_pairs
-from composer_prime.trainer.config import DPPOLossConfig, PreferenceLossConfig
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.preference import PreferenceChannel, tokenize_pair
 from composer_prime.trainer.step import train_step

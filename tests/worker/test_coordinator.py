@@ -7,8 +7,8 @@ import time
 
 from fastapi.testclient import TestClient
 
-from composer_prime.broadcast import keys
-from composer_prime.verify.registry import WorkerRegistry
+from composer_prime import keys
+from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.worker.coordinator import create_coordinator_app
 from composer_prime.worker.main import retry
 from composer_prime.worker.protocol import JoinResponse, heartbeat_message

@@ -1,32 +1,15 @@
-"""Where broadcast versions are kept: a local directory or any fsspec URL (s3:// through s3fs).
+"""A general object store: a local directory or any fsspec URL (s3:// through s3fs), keys relative to its root.
 
-Layout under the store root: `step_<N>/shards/<index>` and `step_<N>/manifest.json`. Shards are
-written first and the manifest last, so a version with a manifest is complete; and readers
-verify every shard anyway, so a half-written shard is a detected error, never a loaded one.
+What goes where is each user's: weight versions (broadcast/manifest.py), orchestrator steps, DiLoCo
+exchanges, volunteer uploads. A local write is atomic (rename); an object store PUT already is.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated
-
 import fsspec
-from pydantic import Field
-from pydantic_config import BaseConfig
 
-from composer_prime.broadcast.manifest import MANIFEST_FILE
+from composer_prime.configs.shared import StoreConfig
 from composer_prime.utils.fs import atomic_write_bytes
-
-_STEP = re.compile(r"^step_(\d+)$")
-
-
-class StoreConfig(BaseConfig):
-    """An object store or directory; credentials come from the usual AWS environment variables."""
-
-    url: Annotated[str, Field(description="Local directory, file://, or s3://bucket/prefix.")]
-    endpoint_url: Annotated[
-        str | None, Field(description="S3 endpoint of a non-AWS server (seaweedfs, minio), e.g. http://127.0.0.1:8333.")
-    ] = None
 
 
 def storage_options(config: StoreConfig) -> dict:
@@ -83,28 +66,3 @@ class Store:
             out.append((entry["name"].rstrip("/").rsplit("/", 1)[-1],
                         stamp.timestamp() if hasattr(stamp, "timestamp") else float(stamp)))
         return out
-
-    def versions(self) -> list[int]:
-        """Versions with a manifest (complete), ascending."""
-        found = []
-        self.fs.invalidate_cache()  # s3fs caches listings: a new version must show up on the next call
-        for name in self.list(""):
-            match = _STEP.match(name)
-            if match and self.exists(f"{name}/{MANIFEST_FILE}"):
-                found.append(int(match.group(1)))
-        return sorted(found)
-
-    def delete_version(self, version: int) -> None:
-        # Manifest first: from then on readers no longer consider the version.
-        if self.exists(manifest_key(version)):
-            self.fs.rm(self.path(manifest_key(version)))
-        if self.exists(f"step_{version}"):
-            self.fs.rm(self.path(f"step_{version}"), recursive=True)
-
-
-def manifest_key(version: int) -> str:
-    return f"step_{version}/{MANIFEST_FILE}"
-
-
-def shard_key(version: int, index: int) -> str:
-    return f"step_{version}/shards/{index}"

@@ -7,9 +7,9 @@ from typing import Annotated
 
 from pydantic import Field
 
-from composer_prime.config import LogConfig, ModelConfig
-from composer_prime.inference.config import TransformersBackendConfig, VLLMBackendConfig
-from composer_prime.orchestrator.config import EnvConfig, PassAtKConfig
+from composer_prime.configs.inference import TransformersBackendConfig, VLLMBackendConfig
+from composer_prime.configs.orchestrator import EnvConfig, PassAtKConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig
 
 
 class EvalCommandConfig(PassAtKConfig):

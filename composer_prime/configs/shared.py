@@ -1,5 +1,4 @@
-"""Config pieces shared by every process. Each process's own config lives beside its code
-(`composer_prime/<process>/config.py`); `rl` composes them and propagates these shared fields."""
+"""Config pieces shared by every process; `rl` composes the processes' configs and propagates these fields."""
 
 from __future__ import annotations
 
@@ -47,6 +46,15 @@ class LogConfig(BaseConfig):
         str | None,
         Field(description="Also log metrics to this Weights & Biases project, one run per process grouped by "
               "the run directory (needs the extra: uv sync --extra wandb; WANDB_MODE=offline keeps it local)."),
+    ] = None
+
+
+class StoreConfig(BaseConfig):
+    """An object store or directory; credentials come from the usual AWS environment variables."""
+
+    url: Annotated[str, Field(description="Local directory, file://, or s3://bucket/prefix.")]
+    endpoint_url: Annotated[
+        str | None, Field(description="S3 endpoint of a non-AWS server (seaweedfs, minio), e.g. http://127.0.0.1:8333.")
     ] = None
 
 

@@ -8,10 +8,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
-from composer_prime.broadcast.store import StoreConfig
-from composer_prime.config import LogConfig, ModelConfig
-from composer_prime.hints.config import HintsConfig
-from composer_prime.verify.verifier import VerifyConfig
+from composer_prime.configs.hints import HintsConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig, StoreConfig
+from composer_prime.configs.verify import VerifyConfig
 
 
 class EnvConfig(BaseConfig):

@@ -187,9 +187,8 @@ class PreferenceChannel:
         return totals["loss"] / self.config.pairs_per_step, {k: totals[k] / totals["pairs"] for k in _METRICS}
 
     def held_out(self, model: torch.nn.Module, world: World, step: int, always: bool) -> dict[str, float]:
-        if always or (self.config.eval_interval and step % self.config.eval_interval == 0):
-            return self.evaluate(model, world.device)
-        return {}
+        due = always or (self.config.eval_interval and step % self.config.eval_interval == 0)
+        return self.evaluate(model, world.device) if due else {}
 
     def loss(self, model, pairs: list[TokenizedPair], device) -> tuple[Tensor, dict[str, Tensor]]:
         """Summed pair loss of this rank's pairs (the trainer divides by pairs_per_step) and summed diagnostics."""

@@ -140,16 +140,12 @@ class PreferenceChannel:
             raise UserError(f"{self.cache_path} was computed for another pairs file; remove it or use a new output_dir")
         with torch.no_grad():
             for pairs in _chunks(self.train + self.eval, 16):
-                chosen, rejected = self._sums(model, pairs, device)
-                self.reference |= {p.id: (c, r) for p, c, r in zip(pairs, chosen.tolist(), rejected.tolist())}
+                summed, _ = sequence_logprobs(*pair_logprobs(model, pairs, device))
+                chosen, rejected = summed[: len(pairs)].tolist(), summed[len(pairs) :].tolist()
+                self.reference |= {p.id: (c, r) for p, c, r in zip(pairs, chosen, rejected)}
         if write:
             body = {"pairs_sha256": digest, "logps": self.reference}
             atomic_write_bytes(self.cache_path, json.dumps(body).encode())
-
-    def _sums(self, model, pairs: list[TokenizedPair], device) -> tuple[Tensor, Tensor]:
-        logprobs, mask = pair_logprobs(model, pairs, device)
-        summed, _ = sequence_logprobs(logprobs, mask)
-        return summed[: len(pairs)], summed[len(pairs) :]
 
     def _output(self, model, pairs: list[TokenizedPair], device) -> PreferenceOutput:
         logprobs, mask = pair_logprobs(model, pairs, device)

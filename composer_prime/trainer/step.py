@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
-from torch import Tensor
 
 from composer_prime.batch import TrainBatch
 from composer_prime.configs.trainer import OptimConfig
@@ -66,8 +65,9 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: 
         )
         (micro_loss / scale).backward()
         loss_sum += micro_loss.detach()
-        for out in outputs:
-            _add_metrics(out.metrics, metric_sums, metric_counts)
+        for key, value in ((k, v) for out in outputs for k, v in out.metrics.items()):
+            metric_sums[key] = metric_sums.get(key, 0) + value.detach().double().sum()
+            metric_counts[key] = metric_counts.get(key, 0) + value.numel()
 
     sums = {c.name: part for c in channels if (part := c.backward(model, batch, world)) is not None}
 
@@ -106,10 +106,3 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: 
         num_tokens=sum(r["num_tokens"] for r in ranks),
         channel_losses=channel_losses,
     )
-
-
-def _add_metrics(metrics: dict[str, Tensor], sums: dict, counts: dict) -> None:
-    for key, value in metrics.items():
-        value = value.detach().double()
-        sums[key] = sums.get(key, 0) + value.sum()
-        counts[key] = counts.get(key, 0) + value.numel()

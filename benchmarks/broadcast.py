@@ -29,11 +29,11 @@ from pathlib import Path
 import httpx
 import torch
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.client import BroadcastClient, HttpSource
 from composer_prime.broadcast.publish import publish_version
 from composer_prime.broadcast.server import create_origin_app, create_relay_app
-from composer_prime.broadcast.store import Store
+from composer_prime.store import Store
 from composer_prime.utils.serve import ServedApp
 from composer_prime.weights import publish_weights
 

@@ -44,15 +44,15 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from composer_prime.batch import HintSite
-from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.configs.hints import HintsConfig
+from composer_prime.configs.inference import InferenceConfig, TransformersBackendConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig
 from composer_prime.eval.hint_kl import error_site_kl
 from composer_prime.eval.server import inference_server, wait_ready
-from composer_prime.hints.config import HintsConfig
 from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.inference.client import InferenceClient
-from composer_prime.inference.config import InferenceConfig, TransformersBackendConfig
 from composer_prime.model.load import load_tokenizer
-from composer_prime.rollout.config import EnvConfig, SamplingConfig
+from composer_prime.configs.rollout import EnvConfig, SamplingConfig
 from composer_prime.rollout.envs import load_environment
 from composer_prime.orchestrator.hint_sites import build_hint_sites, rollouts_of
 from composer_prime.rollout.single_turn import request_seed, rollout_group

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
 
 from cluster import WARMSTART, LocalRun  # noqa: E402
 
-from composer_prime.eval.config import EvalCommandConfig  # noqa: E402
+from composer_prime.configs.eval import EvalCommandConfig  # noqa: E402
 from composer_prime.eval.main import main as run_eval  # noqa: E402
 from composer_prime.weights import version_dir  # noqa: E402
 

@@ -60,10 +60,10 @@ from servers import inference_server, model_variant, student_trace, teacher  # n
 from calibration import (  # noqa: E402
     Band, CalibrationFailed, Reached, first_above, first_in_band, trained_checkpoints)
 
-from composer_prime.eval.config import EvalCommandConfig  # noqa: E402
+from composer_prime.configs.eval import EvalCommandConfig  # noqa: E402
+from composer_prime.configs.replay import ReplayConfig  # noqa: E402
 from composer_prime.eval.main import run_eval  # noqa: E402
 from composer_prime.pairs import read_pairs  # noqa: E402
-from composer_prime.replay.config import ReplayConfig  # noqa: E402
 from composer_prime.replay.main import run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

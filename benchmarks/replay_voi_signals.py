@@ -34,10 +34,10 @@ from calibration import Band  # noqa: E402
 from servers import inference_server, student_trace, teacher  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
+from composer_prime.configs.replay import ReplayConfig  # noqa: E402
 from composer_prime.inference.client import InferenceClient  # noqa: E402
 from composer_prime.inference.protocol import ScoreRequest  # noqa: E402
 from composer_prime.pairs import read_pairs  # noqa: E402
-from composer_prime.replay.config import ReplayConfig  # noqa: E402
 from composer_prime.replay.main import load_steps, run  # noqa: E402
 from composer_prime.replay.render import action_text, request_messages  # noqa: E402
 from composer_prime.replay.stats import RunStats  # noqa: E402

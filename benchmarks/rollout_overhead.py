@@ -20,18 +20,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.configs.inference import InferenceConfig
+from composer_prime.configs.orchestrator import AdvantageConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig
 from composer_prime.eval.server import inference_server, wait_ready
 from composer_prime.inference.client import InferenceClient
-from composer_prime.inference.config import InferenceConfig
 from composer_prime.model.load import load_tokenizer
 from composer_prime.model.tiny import TinyModelConfig, build
 from composer_prime.orchestrator.advantage import compute_advantages
-from composer_prime.orchestrator.config import AdvantageConfig
 from composer_prime.orchestrator.packing import pack_step
 from composer_prime.orchestrator.sink import samples_of
 from composer_prime.orchestrator.step_io import write_step
-from composer_prime.rollout.config import EnvConfig, SamplingConfig
+from composer_prime.configs.rollout import EnvConfig, SamplingConfig
 from composer_prime.rollout.envs import load_environment
 from composer_prime.rollout.single_turn import rollout_group
 from composer_prime.utils.net import free_port

@@ -20,12 +20,13 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer
 
-from composer_prime.config import ModelConfig
+from composer_prime.configs.inference import InferenceConfig, TransformersBackendConfig
+from composer_prime.configs.shared import ModelConfig
+from composer_prime.configs.verify import ToplocConfig
 from composer_prime.inference.backend import make_backend
-from composer_prime.inference.config import InferenceConfig, TransformersBackendConfig
 from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.verify.scorer import ModelScorer
-from composer_prime.verify.toploc import ToplocConfig, build_proofs, proof_mismatch
+from composer_prime.verify.toploc import build_proofs, proof_mismatch
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "configs" / "quickstart" / "warmstart"

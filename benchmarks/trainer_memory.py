@@ -36,10 +36,10 @@ import torch
 from trainer_throughput import bare_step, packed_batch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
-from composer_prime.config import ModelConfig
-from composer_prime.loss.registry import resolve_loss
+from composer_prime.configs.shared import ModelConfig
+from composer_prime.loss.resolve import resolve_loss
 from composer_prime.trainer.build import build_train_model
-from composer_prime.trainer.config import DPPOLossConfig, LoRAConfig, TrainerConfig
+from composer_prime.configs.trainer import DPPOLossConfig, LoRAConfig, TrainerConfig
 from composer_prime.trainer.data import MicroBatchTensors
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.step import train_step

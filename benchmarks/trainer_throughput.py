@@ -22,8 +22,8 @@ import torch.nn.functional as F
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
 from composer_prime.batch import Array, MicroBatch, TrainBatch
-from composer_prime.loss.registry import resolve_loss
-from composer_prime.trainer.config import DPPOLossConfig
+from composer_prime.configs.trainer import DPPOLossConfig
+from composer_prime.loss.resolve import resolve_loss
 from composer_prime.trainer.data import MicroBatchTensors
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.step import train_step

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from composer_prime.chat import Action, ChatMessage
 from composer_prime.errors import UserError
-from composer_prime.messages import Action, ChatMessage
 
 SCHEMA_VERSION = 1
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from composer_prime.messages import ChatMessage
+from composer_prime.chat import ChatMessage
 from composer_prime.utils.fs import atomic_write_bytes
 
 SCHEMA_VERSION = 1

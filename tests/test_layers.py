@@ -16,6 +16,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "rollout": ("orchestrator", "trainer", "eval", "worker", "heldout", "coordinator"),
     "heldout": ("orchestrator", "trainer", "eval", "worker", "coordinator"),
     "coordinator": ("orchestrator", "trainer", "eval", "worker"),
+    # The server samples for every process above it: it knows tool-call text (tool_calls.py), not rollouts.
+    "inference": ("rollout", "orchestrator", "trainer", "eval", "worker", "heldout", "coordinator"),
     # The processes that sample import each other in no direction.
     "orchestrator": ("eval", "worker"),
     "eval": ("orchestrator", "worker"),

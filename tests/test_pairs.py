@@ -3,8 +3,8 @@ import json
 import datasets
 import pytest
 
+from composer_prime.chat import Action, ChatMessage, ToolCall
 from composer_prime.errors import UserError
-from composer_prime.messages import Action, ChatMessage, ToolCall
 from composer_prime.pairs import PreferencePair, Provenance, TeacherAnswer, read_pairs, write_pairs
 
 

@@ -1,4 +1,4 @@
-from composer_prime.messages import ChatMessage
+from composer_prime.chat import ChatMessage
 from composer_prime.traces import ErrorRecord, RolloutTrace, read_traces, traces_path, write_traces
 
 

@@ -1,8 +1,6 @@
 """SHARDCAST-style weight broadcast: signed, sharded weight versions served by an origin and relays.
 
-keys.py      Ed25519 run keys (generate, save, load, sign, verify)
-manifest.py  the signed manifest of one version (per-shard and whole-version sha256)
-store.py     where versions live: a local directory or any fsspec URL (s3:// through s3fs)
+manifest.py  the signed manifest of one version (per-shard and whole-version sha256), its keys in a store
 publish.py   shard a published `broadcasts/step_N/` directory into a store
 server.py    origin and relay HTTP servers (FastAPI), with Range support
 client.py    parallel, resumable, verifying download from several servers or a store

@@ -27,8 +27,10 @@ from pathlib import Path
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from composer_prime.broadcast.manifest import BroadcastError, SignedManifest, decode_verified, encode
-from composer_prime.broadcast.store import Store, manifest_key, shard_key
+from composer_prime.broadcast.manifest import (
+    BroadcastError, SignedManifest, decode_verified, encode, manifest_key, shard_key, stored_versions,
+)
+from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_publish_dir, atomic_write_bytes
 from composer_prime.weights import STABLE
 
@@ -120,7 +122,7 @@ class StoreSource(Source):
 
     def versions(self) -> list[int]:
         try:
-            return self.store.versions()
+            return stored_versions(self.store)
         except OSError as exc:
             raise SourceError(f"{self.name}: {exc}") from None
 

@@ -13,12 +13,13 @@ from typing import Annotated
 from pydantic import Field
 from pydantic_config import BaseConfig
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.client import BroadcastClient, make_sources
 from composer_prime.broadcast.manifest import BroadcastError
-from composer_prime.broadcast.store import Store, StoreConfig
 from composer_prime.cli import run_cli
+from composer_prime.configs.shared import StoreConfig
 from composer_prime.errors import UserError
+from composer_prime.store import Store
 
 
 class BroadcastFetchConfig(BaseConfig):

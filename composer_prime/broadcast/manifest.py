@@ -10,17 +10,25 @@ version after assembly.
 Wire format: JSON through msgspec, typed and versioned. The signature covers the canonical
 encoding of `body` (msgspec writes struct fields in declaration order, so decoding and
 re-encoding gives the signed bytes back).
+
+In a Store a version is `step_<N>/shards/<index>` and `step_<N>/manifest.json`. Shards are written
+first and the manifest last, so a version with a manifest is complete; and readers verify every
+shard anyway, so a half-written shard is a detected error, never a loaded one.
 """
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
+from composer_prime.store import Store
 
 MANIFEST_SCHEMA = 1
 MANIFEST_FILE = "manifest.json"
+_STEP = re.compile(r"^step_(\d+)$")
 
 
 class BroadcastError(Exception):
@@ -104,3 +112,32 @@ def _check_layout(body: ManifestBody) -> None:
     for entry in body.files:
         if "/" in entry.name or entry.name in ("", ".", "..") or entry.offset + entry.size > body.total_size:
             raise BroadcastError(f"manifest file entry {entry.name!r} is not a plain file inside the version")
+
+
+def manifest_key(version: int) -> str:
+    return f"step_{version}/{MANIFEST_FILE}"
+
+
+def shard_key(version: int, index: int) -> str:
+    return f"step_{version}/shards/{index}"
+
+
+def stored_versions(store: Store) -> list[int]:
+    """Versions with a manifest (complete), ascending."""
+    store.fs.invalidate_cache()  # s3fs caches listings: a new version must show up on the next call
+    found = [(int(m.group(1)), name) for name in store.list("") if (m := _STEP.match(name))]
+    return sorted(v for v, name in found if store.exists(f"{name}/{MANIFEST_FILE}"))
+
+
+def delete_version(store: Store, version: int) -> None:
+    # Manifest first: from then on readers no longer consider the version.
+    if store.exists(manifest_key(version)):
+        store.fs.rm_file(store.path(manifest_key(version)))
+    if store.local:
+        if store.exists(f"step_{version}"):
+            store.fs.rm(store.path(f"step_{version}"), recursive=True)
+        return
+    # One DELETE per object: a role scoped to broadcasts/ may delete under it, while S3's bulk delete
+    # (what a recursive rm sends) is authorised on the whole bucket.
+    for path in store.fs.find(store.path(f"step_{version}")):
+        store.fs.rm_file(path)

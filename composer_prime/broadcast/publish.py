@@ -13,8 +13,10 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from composer_prime.broadcast.manifest import FileEntry, ManifestBody, ShardEntry, SignedManifest, encode, sign_manifest
-from composer_prime.broadcast.store import Store, manifest_key, shard_key
+from composer_prime.broadcast.manifest import (
+    FileEntry, ManifestBody, ShardEntry, SignedManifest, encode, manifest_key, shard_key, sign_manifest,
+)
+from composer_prime.store import Store
 from composer_prime.weights import STABLE
 
 DEFAULT_SHARD_SIZE = 4 * 1024 * 1024

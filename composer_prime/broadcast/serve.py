@@ -9,11 +9,12 @@ import uvicorn
 from pydantic import Field
 from pydantic_config import BaseConfig
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.server import create_origin_app, create_relay_app
-from composer_prime.broadcast.store import Store, StoreConfig
 from composer_prime.cli import run_cli
+from composer_prime.configs.shared import StoreConfig
 from composer_prime.errors import UserError
+from composer_prime.store import Store
 from composer_prime.utils.net import bind
 
 

@@ -30,8 +30,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.responses import StreamingResponse
 
-from composer_prime.broadcast.manifest import BroadcastError, SignedManifest, decode_verified, encode
-from composer_prime.broadcast.store import Store, manifest_key, shard_key
+from composer_prime.broadcast.manifest import (
+    BroadcastError, SignedManifest, decode_verified, encode, manifest_key, shard_key, stored_versions,
+)
+from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_write_bytes
 
 _RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
@@ -112,7 +114,7 @@ def create_origin_app(store: Store, egress_bytes_per_s: float = 0.0) -> FastAPI:
     app.state.stats = stats
 
     async def versions() -> list[int]:
-        return await asyncio.to_thread(store.versions)
+        return await asyncio.to_thread(stored_versions, store)
 
     _common_routes(app, "origin", versions, stats)
 

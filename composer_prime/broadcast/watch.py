@@ -17,10 +17,12 @@ from typing import Annotated
 from pydantic import Field
 from pydantic_config import BaseConfig
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
+from composer_prime.broadcast.manifest import delete_version, stored_versions
 from composer_prime.broadcast.publish import DEFAULT_SHARD_SIZE, publish_version
-from composer_prime.broadcast.store import Store, StoreConfig
 from composer_prime.cli import run_cli
+from composer_prime.configs.shared import StoreConfig
+from composer_prime.store import Store
 from composer_prime.weights import list_versions, version_dir
 
 logger = logging.getLogger(__name__)
@@ -41,15 +43,15 @@ class BroadcastWatchConfig(BaseConfig):
 
 def publish_new(config: BroadcastWatchConfig, store: Store, key) -> list[int]:
     """Publish every local version newer than the store's newest; returns what was published."""
-    have = store.versions()
+    have = stored_versions(store)
     newest = have[-1] if have else -1
     published = []
     for version in [v for v in list_versions(config.output_dir) if v > newest][-config.keep_last:]:
         publish_version(version_dir(config.output_dir, version), store, key, version, config.run_id, config.shard_size)
         published.append(version)
         logger.info("published version %d", version)
-    for old in store.versions()[:-config.keep_last]:
-        store.delete_version(old)
+    for old in stored_versions(store)[:-config.keep_last]:
+        delete_version(store, old)
     return published
 
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 from fastapi import FastAPI, HTTPException
 
-from composer_prime.broadcast import keys
-from composer_prime.coordinator.config import UploadsConfig
-from composer_prime.verify.registry import WorkerRegistry
+from composer_prime import keys
+from composer_prime.configs.coordinator import UploadsConfig
+from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.coordinator.grants import Granter, add_grant_routes
 from composer_prime.coordinator.protocol import (
     MAX_CLOCK_SKEW_S,

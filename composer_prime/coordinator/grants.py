@@ -30,11 +30,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi import FastAPI, HTTPException, Request
 from pydantic import BaseModel, Field
 
-from composer_prime.broadcast import keys
-from composer_prime.broadcast.store import Store, StoreConfig, storage_options
+from composer_prime import keys
+from composer_prime.configs.shared import StoreConfig
+from composer_prime.store import Store, storage_options
 from composer_prime.errors import UserError
-from composer_prime.coordinator.config import UploadsConfig
-from composer_prime.verify.registry import WorkerRegistry
+from composer_prime.configs.coordinator import UploadsConfig
+from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.coordinator.protocol import MAX_CLOCK_SKEW_S, rollout_key
 
 _WORKER_ID = r"^[A-Za-z0-9._-]{1,64}$"

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from composer_prime.verify.toploc import ProofSpec
+from composer_prime.configs.verify import ProofSpec
 
 PROTOCOL_VERSION = 2  # v2: uploads through grants (coordinator/grants.py), no store in the join answer
 MAX_CLOCK_SKEW_S = 120.0

@@ -1,6 +1,5 @@
 """Training across sites with DiLoCo: few, large synchronisations instead of one all-reduce per step.
 
-config.py     DiLoCoConfig (TOML)
 fragments.py  cut a model into contiguous parameter fragments (Streaming DiLoCo syncs one at a time)
 site.py       DiLoCoSite: torchft Manager + DiLoCo between trusted sites (gloo on CPU, NCCL on GPU)
 robust.py     checks and robust combination of pseudo-gradients (pure tensor functions)

@@ -15,8 +15,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
-from composer_prime.broadcast import keys
-from composer_prime.broadcast.store import Store
+from composer_prime import keys
+from composer_prime.store import Store
 
 SCHEMA = "1"
 

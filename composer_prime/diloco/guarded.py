@@ -22,13 +22,13 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from composer_prime.broadcast import keys
-from composer_prime.broadcast.store import Store
-from composer_prime.diloco.config import DiLoCoConfig
+from composer_prime import keys
+from composer_prime.configs.diloco import DiLoCoConfig
 from composer_prime.diloco.exchange import PseudoGradientExchange
 from composer_prime.diloco.fragments import flat
 from composer_prime.diloco.robust import check, combine
 from composer_prime.diloco.site import outer_optimizer
+from composer_prime.store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from datetime import timedelta
 import torch
 from torch import nn
 
-from composer_prime.diloco.config import DiLoCoConfig
+from composer_prime.configs.diloco import DiLoCoConfig
 from composer_prime.diloco.fragments import split_fragments
 from composer_prime.utils.net import free_port
 

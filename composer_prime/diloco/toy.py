@@ -21,7 +21,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 from composer_prime.cli import run_cli
-from composer_prime.diloco.config import DiLoCoConfig
+from composer_prime.configs.diloco import DiLoCoConfig
 from composer_prime.utils.fs import atomic_write_bytes
 
 IN_DIM = 16

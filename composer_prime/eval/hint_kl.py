@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from composer_prime.batch import HintSite
-from composer_prime.trainer.config import HintLossConfig
+from composer_prime.configs.trainer import HintLossConfig
 from composer_prime.trainer.hint import HintChannel
 
 

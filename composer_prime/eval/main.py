@@ -13,14 +13,14 @@ import tempfile
 from pathlib import Path
 
 from composer_prime.cli import run_cli
-from composer_prime.config import LogConfig
-from composer_prime.eval.config import EvalCommandConfig
+from composer_prime.configs.shared import LogConfig
+from composer_prime.configs.eval import EvalCommandConfig
+from composer_prime.configs.inference import InferenceConfig
 from composer_prime.heldout.evaluate import EvalResult, evaluate, held_out_examples
 from composer_prime.eval.server import inference_server, wait_ready
 from composer_prime.inference.client import InferenceClient
-from composer_prime.inference.config import InferenceConfig
 from composer_prime.model.load import load_tokenizer
-from composer_prime.rollout.config import SamplingConfig
+from composer_prime.configs.rollout import SamplingConfig
 from composer_prime.rollout.envs import load_environment
 from composer_prime.utils.metrics import MetricsLogger
 from composer_prime.utils.net import check_port_free, free_port

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from composer_prime.config import write_config
+from composer_prime.configs.inference import InferenceConfig
+from composer_prime.configs.shared import write_config
 from composer_prime.errors import UserError
 from composer_prime.inference.client import InferenceClient
-from composer_prime.inference.config import InferenceConfig
 from composer_prime.inference.protocol import HealthResponse
 from composer_prime.utils.processes import Child, spawn, stop
 

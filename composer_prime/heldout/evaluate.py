@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from transformers import PreTrainedTokenizerBase
 
 from composer_prime.errors import UserError
-from composer_prime.rollout.config import SamplingConfig
+from composer_prime.configs.rollout import SamplingConfig
 from composer_prime.rollout.envs import Environment, Example, Score
 from composer_prime.rollout.sampler import Sampler
 from composer_prime.rollout.single_turn import answer_lengths, request_seed, rollout_group

@@ -8,7 +8,7 @@ by token and the loss covers that turn only.
 
 from __future__ import annotations
 
-from composer_prime.messages import ChatMessage
+from composer_prime.chat import ChatMessage
 from composer_prime.traces import ErrorRecord
 
 HINT_PREFIX = "Hint: "

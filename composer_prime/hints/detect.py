@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from composer_prime.messages import ChatMessage
+from composer_prime.chat import ChatMessage
 from composer_prime.traces import ErrorRecord
 
 _TOOL_ERROR = re.compile(

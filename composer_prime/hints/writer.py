@@ -7,8 +7,8 @@ import os
 
 import httpx
 
-from composer_prime.hints.config import DEFAULT_TEMPLATES, GENERIC_TEMPLATE, LLMWriterConfig, TemplateWriterConfig
-from composer_prime.messages import ChatMessage
+from composer_prime.chat import ChatMessage
+from composer_prime.configs.hints import DEFAULT_TEMPLATES, GENERIC_TEMPLATE, LLMWriterConfig, TemplateWriterConfig
 from composer_prime.traces import ErrorRecord
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from composer_prime.inference.config import InferenceConfig
+from composer_prime.configs.inference import InferenceConfig
 from composer_prime.inference.protocol import GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
 from composer_prime.weights import STABLE
 

@@ -14,7 +14,7 @@ import signal
 import socket
 
 from composer_prime.cli import run_cli
-from composer_prime.inference.config import InferenceConfig
+from composer_prime.configs.inference import InferenceConfig
 from composer_prime.utils.net import bind
 
 

@@ -11,7 +11,7 @@ completed the stop string. `logprobs` are those of the sampled tokens under the 
 they were drawn from; alternatives are not computed (`top_logprobs` is null / empty).
 A chat request's `model` may be any name: the server has one model.
 
-Tools: a chat request's `tools` reach the model as the rollouts present them (rollout/conversation.py:
+Tools: a chat request's `tools` reach the model as the rollouts present them (tool_calls.py:
 through the template when it renders `tools`, else described in the system prompt), and its
 Hermes `<tool_call>` blocks come back as OpenAI `tool_calls` (finish reason `tool_calls`); an
 assistant message's `tool_calls` go back into the template as the text the model wrote for them.
@@ -32,11 +32,10 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from composer_prime.chat import Action, ToolCall, render_tool_calls
 from composer_prime.inference.backend import Backend
 from composer_prime.inference.protocol import Completion, GenerateRequest
-from composer_prime.messages import Action, ToolCall, render_tool_calls
-from composer_prime.rollout.conversation import native_tool_support, with_tools
-from composer_prime.rollout.tool_calls import parse_turn, tool_names
+from composer_prime.tool_calls import native_tool_support, parse_turn, tool_names, with_tools
 
 if TYPE_CHECKING:
     from composer_prime.inference.server import Throughput

@@ -27,9 +27,9 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-from composer_prime.config import ModelConfig
+from composer_prime.configs.inference import ScriptedBackendConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.inference.backend import Backend, check_prompt, require_stable
-from composer_prime.inference.config import ScriptedBackendConfig
 from composer_prime.inference.protocol import (
     Completion,
     GenerateRequest,
@@ -37,7 +37,7 @@ from composer_prime.inference.protocol import (
     ScoreRequest,
     ScoreResponse,
 )
-from composer_prime.messages import ToolCall, render_tool_calls
+from composer_prime.chat import ToolCall, render_tool_calls
 from composer_prime.model.load import load_tokenizer
 
 _TASK_ID = re.compile(r"Task id: ([^\n]+)")

@@ -30,9 +30,9 @@ import torch.nn.functional as F
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from composer_prime.config import ModelConfig
+from composer_prime.configs.inference import TransformersBackendConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.inference.backend import Backend, check_prompt, require_stable
-from composer_prime.inference.config import TransformersBackendConfig
 from composer_prime.inference.protocol import (
     Completion,
     GenerateRequest,

@@ -16,10 +16,10 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from composer_prime.config import ModelConfig
+from composer_prime.configs.inference import VLLMBackendConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.errors import UserError
 from composer_prime.inference.backend import Backend, check_prompt, require_stable
-from composer_prime.inference.config import VLLMBackendConfig
 from composer_prime.inference.protocol import (
     Completion,
     GenerateRequest,

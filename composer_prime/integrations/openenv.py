@@ -29,8 +29,8 @@ from pydantic import Field
 from pydantic_config import BaseConfig
 
 from composer_prime.cli import run_cli
-from composer_prime.messages import ToolCall
-from composer_prime.rollout.config import EnvConfig
+from composer_prime.chat import ToolCall
+from composer_prime.configs.rollout import EnvConfig
 from composer_prime.rollout.envs import Environment, Example, ToolSession, load_environment
 
 

@@ -41,14 +41,14 @@ from trl import GRPOTrainer
 from trl.trainer.utils import selective_log_softmax
 
 from composer_prime.errors import UserError
-from composer_prime.hints.config import TemplateWriterConfig
+from composer_prime.configs.hints import TemplateWriterConfig
 from composer_prime.hints.context import teacher_messages
 from composer_prime.hints.detect import detect_errors
 from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.loss.jsd import chunked_generalized_jsd, sparse_generalized_jsd
 from composer_prime.loss.preference import PreferenceOutput, add_chosen_nll, dpo_loss, sequence_logprobs, simpo_loss
 from composer_prime.loss.topk import extract_topk
-from composer_prime.messages import ChatMessage
+from composer_prime.chat import ChatMessage
 from composer_prime.pairs import read_pairs
 from composer_prime.trainer.preference import TokenizedPair, tokenize_pair
 

@@ -1,4 +1,4 @@
-"""RL losses: the PRIME-RL-compatible contract (types), the default loss (dppo), config resolution (registry)."""
+"""RL losses: the PRIME-RL-compatible contract (types), the default loss (dppo), config resolution (resolve)."""
 
 from composer_prime.loss.types import LossFn, LossInputs, LossOutputs
 

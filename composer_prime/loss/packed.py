@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from composer_prime.loss.registry import Loss
+from composer_prime.loss.resolve import Loss
 from composer_prime.loss.types import LossInputs, LossOutputs
 
 

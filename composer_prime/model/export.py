@@ -18,10 +18,10 @@ from pydantic_config import BaseConfig
 from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
 
 from composer_prime.cli import run_cli
-from composer_prime.config import Dtype
+from composer_prime.configs.shared import Dtype
 from composer_prime.errors import UserError
 from composer_prime.trainer.checkpoint import check_format, read_tensors
-from composer_prime.trainer.config import LoRAConfig
+from composer_prime.configs.trainer import LoRAConfig
 from composer_prime.trainer.lora import apply_lora, merge_lora
 from composer_prime.model.save import staged_dir
 from composer_prime.weights import STABLE, copy_model_assets

@@ -30,7 +30,7 @@ from transformers import (
 )
 
 from composer_prime.cli import run_cli
-from composer_prime.config import ModelConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.errors import UserError
 from composer_prime.model.load import load_tokenizer
 from composer_prime.model.save import save_model

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from composer_prime.orchestrator.config import AdvantageConfig, OverlongConfig
+from composer_prime.configs.orchestrator import AdvantageConfig, OverlongConfig
 
 
 def overlong_penalty(completion_len: int, max_tokens: int, buffer: int, penalty: float) -> float:

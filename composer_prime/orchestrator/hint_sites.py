@@ -23,13 +23,13 @@ import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 from composer_prime.batch import Array, HintSite
-from composer_prime.hints.config import HintsConfig
+from composer_prime.chat import ChatMessage
+from composer_prime.configs.hints import HintsConfig
 from composer_prime.hints.context import teacher_messages
 from composer_prime.hints.detect import detect_errors
 from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.protocol import ScoreRequest
-from composer_prime.messages import ChatMessage
 from composer_prime.rollout.conversation import TokenConversation, encode, render
 from composer_prime.rollout.multi_turn import ToolGroup
 from composer_prime.rollout.single_turn import Group, prompt_token_ids

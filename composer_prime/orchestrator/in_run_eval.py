@@ -16,9 +16,9 @@ from composer_prime.errors import UserError
 from composer_prime.heldout.evaluate import evaluate, held_out_examples
 from composer_prime.heldout.headline import headline
 from composer_prime.inference.client import InferenceClient
-from composer_prime.orchestrator.config import OrchestratorConfig
+from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.orchestrator.weight_sync import WeightSync
-from composer_prime.rollout.config import SamplingConfig
+from composer_prime.configs.rollout import SamplingConfig
 from composer_prime.rollout.envs import Environment
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
 

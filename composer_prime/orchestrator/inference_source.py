@@ -23,7 +23,7 @@ from transformers import PreTrainedTokenizerBase
 from composer_prime.errors import UserError
 from composer_prime.inference.client import InferenceClient
 from composer_prime.orchestrator.advantage import compute_advantages
-from composer_prime.orchestrator.config import OrchestratorConfig
+from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.orchestrator.source import CollectedStep, StepStats
 from composer_prime.orchestrator.weight_sync import WeightSync
 from composer_prime.rollout.envs import Environment, Example

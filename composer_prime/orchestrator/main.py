@@ -23,13 +23,13 @@ from rich.console import Console
 from rich.progress import Progress
 from transformers import PreTrainedTokenizerBase
 
-from composer_prime.broadcast import keys
-from composer_prime.broadcast.store import Store
+from composer_prime import keys
+from composer_prime.store import Store
 from composer_prime.cli import run_cli
+from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.errors import UserError
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
-from composer_prime.orchestrator.config import OrchestratorConfig
 from composer_prime.orchestrator.in_run_eval import InRunEval
 from composer_prime.orchestrator.inference_source import InferenceSource
 from composer_prime.orchestrator.sink import StepSink

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
-from composer_prime.broadcast import keys
-from composer_prime.broadcast.store import Store
+from composer_prime import keys
+from composer_prime.store import Store
 from composer_prime.hints.writer import make_hint_writer
 from composer_prime.inference.client import InferenceClient
-from composer_prime.orchestrator.config import OrchestratorConfig
+from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites, rollouts_of
 from composer_prime.orchestrator.packing import Sample, pack_step
 from composer_prime.orchestrator.source import CollectedStep

@@ -24,7 +24,7 @@ from typing import Any
 from composer_prime.batch import TrainBatch, batch_path, store_batch_key, store_complete_key, write_batch
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from composer_prime.broadcast.store import Store
+from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_publish_dir, atomic_write_bytes
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
 from composer_prime.verify.step_seal import seal_step

@@ -30,8 +30,8 @@ from collections.abc import Callable
 import msgspec
 from transformers import AutoConfig, PreTrainedTokenizerBase
 
-from composer_prime.broadcast import keys
-from composer_prime.broadcast.store import Store
+from composer_prime import keys
+from composer_prime.store import Store
 from composer_prime.coordinator.announce import HeldVersion
 from composer_prime.coordinator.app import create_coordinator_app
 from composer_prime.coordinator.grants import make_granter
@@ -39,7 +39,7 @@ from composer_prime.coordinator.protocol import JoinResponse
 from composer_prime.errors import UserError
 from composer_prime.inference.protocol import Completion
 from composer_prime.orchestrator.advantage import compute_advantages
-from composer_prime.orchestrator.config import OrchestratorConfig
+from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.orchestrator.source import CollectedStep, StepStats
 from composer_prime.orchestrator.step_io import completed_steps
 from composer_prime.rollout.envs import Environment
@@ -47,10 +47,10 @@ from composer_prime.rollout.single_turn import Group, prompt_token_ids, score_gr
 from composer_prime.utils.fs import atomic_write_bytes
 from composer_prime.utils.serve import ServedApp
 from composer_prime.verify.inbox import RolloutInbox
-from composer_prime.verify.messages import RolloutSample
-from composer_prime.verify.registry import WorkerRegistry
+from composer_prime.verify.rollout_batch import RolloutSample
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.verifier import Decision, RolloutVerifier
+from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.weights import latest_version, version_dir
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from composer_prime.messages import Action, ToolCall
+from composer_prime.chat import Action, ToolCall
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)

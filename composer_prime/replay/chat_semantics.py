@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 
-from composer_prime.messages import ChatMessage
+from composer_prime.chat import ChatMessage
 from composer_prime.replay.steps import Step
 
 

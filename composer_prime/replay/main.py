@@ -16,12 +16,12 @@ import sys
 import httpx
 
 from composer_prime.cli import run_cli
+from composer_prime.configs.replay import ReplayConfig
 from composer_prime.errors import UserError
 from composer_prime.pairs import PreferencePair, write_pairs
 from composer_prime.replay.agreement import canonical
 from composer_prime.replay.budget import BudgetExhausted
 from composer_prime.replay.cache import AnswerCache
-from composer_prime.replay.config import ReplayConfig
 from composer_prime.replay.ingest import ingest
 from composer_prime.replay.pipeline import Replayer, StepOutcome, keep_pair, state_chars
 from composer_prime.replay.stats import RunStats

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from composer_prime.configs.replay import ReplayConfig
 from composer_prime.pairs import PreferencePair, Provenance, TeacherAnswer
 from composer_prime.replay.agreement import canonical, decide
 from composer_prime.replay.budget import Budget, BudgetExhausted
 from composer_prime.replay.cache import AnswerCache
-from composer_prime.replay.config import ReplayConfig
 from composer_prime.replay.render import action_text
 from composer_prime.replay.steps import Step
 from composer_prime.replay.teachers import Teacher

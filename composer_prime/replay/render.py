@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Literal
 
-from composer_prime.messages import Action, ChatMessage, render_tool_calls
+from composer_prime.chat import Action, ChatMessage, render_tool_calls
 
 ToolFormat = Literal["native", "text"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from composer_prime.messages import Action, ChatMessage
+from composer_prime.chat import Action, ChatMessage
 
 
 class Step(BaseModel):

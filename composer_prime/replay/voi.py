@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import math
 
+from composer_prime.configs.replay import VOIConfig
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.protocol import ScoreRequest
 from composer_prime.replay.cache import AnswerCache
-from composer_prime.replay.config import VOIConfig
 from composer_prime.replay.render import action_text, request_messages
 from composer_prime.replay.steps import Step, digest
 

@@ -24,16 +24,12 @@ from __future__ import annotations
 
 from transformers import PreTrainedTokenizerBase
 
-from composer_prime.rollout.tool_calls import tools_prompt
+from composer_prime.tool_calls import native_tool_support, with_tools
+
 
 
 class TemplateMismatch(Exception):
     """The chat template's rendering of the longer conversation does not extend the sequence so far."""
-
-
-def native_tool_support(tokenizer: PreTrainedTokenizerBase) -> bool:
-    template = tokenizer.chat_template
-    return isinstance(template, str) and "tools" in template
 
 
 def render(tokenizer: PreTrainedTokenizerBase, messages: list[dict], tools: list[dict] | None,
@@ -49,19 +45,6 @@ def encode(tokenizer: PreTrainedTokenizerBase, text: str) -> list[int]:
 
 def decode(tokenizer: PreTrainedTokenizerBase, ids: list[int]) -> str:
     return tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
-
-
-def with_tools(messages: list[dict], tools: list[dict] | None, native: bool) -> tuple[list[dict], list[dict] | None]:
-    """(messages, tools for the template): for a template without tool support, the tools go in the system prompt."""
-    if not tools or native:
-        return [dict(m) for m in messages], tools or None
-    described = tools_prompt(tools)
-    messages = [dict(m) for m in messages]
-    if messages and messages[0]["role"] == "system":
-        messages[0]["content"] = f"{messages[0]['content']}\n\n{described}"
-    else:
-        messages.insert(0, {"role": "system", "content": described})
-    return messages, None
 
 
 class TokenConversation:

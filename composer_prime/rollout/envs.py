@@ -34,7 +34,7 @@ from verifiers.v1.types import AssistantMessage, Message, content_text
 from verifiers.v1.utils import loaders
 
 from composer_prime.errors import UserError
-from composer_prime.rollout.config import EnvConfig
+from composer_prime.configs.rollout import EnvConfig
 
 logger = logging.getLogger(__name__)
 

@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 import httpx
 from transformers import PreTrainedTokenizerBase
 
-from composer_prime.messages import ChatMessage
-from composer_prime.rollout.config import SamplingConfig
+from composer_prime.chat import ChatMessage
+from composer_prime.configs.rollout import SamplingConfig
 from composer_prime.rollout.conversation import TemplateMismatch, TokenConversation
 from composer_prime.rollout.envs import Environment, Example
 from composer_prime.rollout.sampler import Sampler, generate_request
 from composer_prime.rollout.single_turn import request_seed
-from composer_prime.rollout.tool_calls import parse_turn, tool_names
+from composer_prime.tool_calls import parse_turn, tool_names
 from composer_prime.traces import ErrorRecord
 
 logger = logging.getLogger(__name__)

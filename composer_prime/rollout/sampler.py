@@ -12,7 +12,7 @@ from typing import Protocol
 from transformers import PreTrainedTokenizerBase
 
 from composer_prime.inference.protocol import GenerateRequest, GenerateResponse
-from composer_prime.rollout.config import SamplingConfig
+from composer_prime.configs.rollout import SamplingConfig
 
 
 class Sampler(Protocol):

@@ -17,7 +17,7 @@ import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 from composer_prime.inference.protocol import Completion
-from composer_prime.rollout.config import SamplingConfig
+from composer_prime.configs.rollout import SamplingConfig
 from composer_prime.rollout.envs import Environment, Example, Score
 from composer_prime.rollout.sampler import Sampler, generate_request
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from composer_prime.chat import ChatMessage
 from composer_prime.errors import UserError
 from composer_prime.hints.context import teacher_messages
 from composer_prime.hints.writer import TemplateHintWriter
-from composer_prime.messages import ChatMessage
 from composer_prime.rollout.envs import Environment, Example
 from composer_prime.traces import ErrorRecord
 

@@ -11,10 +11,10 @@ import torch
 from rich import get_console
 
 from composer_prime.cli import run_cli
+from composer_prime.configs.sft import SFTConfig
 from composer_prime.model.load import load_model, load_tokenizer, resolve_device
 from composer_prime.model.save import save_model
 from composer_prime.rollout.envs import load_environment
-from composer_prime.sft.config import SFTConfig
 from composer_prime.sft.data import batch_indices, collate, demonstrations, hinted_demonstrations
 from composer_prime.utils.metrics import MetricsLogger
 from composer_prime.utils.progress import step_progress

@@ -17,7 +17,7 @@ from transformers import PreTrainedModel
 
 from composer_prime.errors import UserError
 from composer_prime.model.load import load_train_model, resolve_dtype
-from composer_prime.trainer.config import TrainerConfig
+from composer_prime.configs.trainer import TrainerConfig
 from composer_prime.trainer.parallel import World, full_model_state_dict, shard_model
 
 _HALF = (torch.bfloat16, torch.float16)

@@ -12,8 +12,8 @@ import torch
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from composer_prime.batch import MicroBatch, TrainBatch, batch_path, read_batch, store_batch_key, store_complete_key
-from composer_prime.broadcast.store import Store
 from composer_prime.errors import UserError
+from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_write_bytes
 from composer_prime.verify.step_seal import StepRefused, check_rank
 

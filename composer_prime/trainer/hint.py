@@ -19,12 +19,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from composer_prime.batch import HintSite
+from composer_prime.batch import HintSite, TrainBatch
+from composer_prime.configs.trainer import HintLossConfig
 from composer_prime.errors import UserError
 from composer_prime.loss.jsd import chunked_generalized_jsd, divergence_from_logprobs, sparse_generalized_jsd
 from composer_prime.loss.taid import TAIDState, entropy_gated_kl, taid_init, taid_loss, taid_update
 from composer_prime.loss.topk import TopKLogprobs, append_tail, extract_topk, gather_logprobs
-from composer_prime.trainer.config import HintLossConfig
+from composer_prime.trainer.parallel import World, all_reduce_max
 
 logger = logging.getLogger(__name__)
 
@@ -75,13 +76,48 @@ class HintTensors:
 
 
 class HintChannel:
-    """alpha * mean over error-turn tokens of the configured divergence to the hinted teacher."""
+    """alpha * mean over error-turn tokens of the configured divergence to the hinted teacher (a LossChannel)."""
+
+    name = "hint"
 
     def __init__(self, config: HintLossConfig, total_steps: int):
-        self.config = config
+        self.config, self.weight = config, config.weight
         self.total_steps = total_steps
         self.taid: TAIDState = taid_init()
-        self._taid_sum = self._taid_tokens = 0.0
+        self._idle_logged = False
+
+    def prepare(self, model: torch.nn.Module, world: World) -> None:
+        pass
+
+    def held_out(self, model: torch.nn.Module, world: World, step: int, always: bool) -> dict[str, float]:
+        return {}  # held-out error-site KL is the eval command's (eval/hint_kl.py)
+
+    def backward(self, model: torch.nn.Module, batch: TrainBatch, world: World) -> dict[str, float] | None:
+        if batch.num_hint_tokens == 0:  # a global count: every rank returns here alike
+            if not self._idle_logged:
+                logger.info("hint channel has no inputs at step %d: the batch carries no hint sites (is "
+                            "orchestrator.hints.enabled on? does any rollout err?)", batch.step)
+                self._idle_logged = True
+            return None
+        micro = self.micro_batches(batch.hint_sites, world.device)
+        micro += [HintTensors.placeholder(world.device) for _ in range(all_reduce_max(len(micro), world) - len(micro))]
+        loss_sum, kl_sum, sites = 0.0, 0.0, 0.0
+        for mb in micro:
+            loss, diag = self.loss(model, mb)
+            (self.weight * loss / batch.num_hint_tokens).backward()
+            loss_sum += loss.item()
+            kl_sum += float(diag.get("hint/kl", 0.0))
+            sites += float(diag.get("hint/sites", 0.0))
+        return {"loss": loss_sum, "kl": kl_sum, "sites": sites}
+
+    def finish(self, totals: dict[str, float], batch: TrainBatch) -> tuple[float, dict[str, float]]:
+        """Mean loss and KL per error-turn token; TAID's t moves on from this step's mean loss."""
+        loss = totals["loss"] / batch.num_hint_tokens
+        metrics = {"hint/kl": totals["kl"] / batch.num_hint_tokens, "hint/sites": totals["sites"]}
+        if self.config.variant == "taid":
+            metrics["hint/taid_t"] = self.taid.t  # the t this step used
+            self.taid = taid_update(self.taid, loss, batch.step, self.total_steps)
+        return loss, metrics
 
     def micro_batches(self, sites: list[HintSite], device: torch.device) -> list[HintTensors]:
         n = self.config.sites_per_micro_batch
@@ -116,8 +152,6 @@ class HintChannel:
                                                temperature=cfg.temperature, **common)
             elif cfg.variant == "taid":
                 loss = taid_loss(student_logits / cfg.temperature, teacher_logits / cfg.temperature, self.taid.t, **common)
-                self._taid_sum += loss.item()
-                self._taid_tokens += student_logits.shape[0]
             else:
                 loss = entropy_gated_kl(student_logits, teacher_logits, entropy_threshold=cfg.entropy_threshold,
                                         temperature=cfg.temperature, **common)
@@ -128,12 +162,3 @@ class HintChannel:
                     kl = chunked_generalized_jsd(student_logits.detach(), teacher_logits, beta=1.0,
                                                  temperature=cfg.temperature, reduction="sum")
         return loss, {"hint/kl": kl.sum(), "hint/sites": torch.tensor(float(mb.num_sites))}
-
-    def end_step(self, step: int) -> dict[str, float]:
-        """Advance TAID's t from this step's mean loss; the t used this step, for the log."""
-        if self.config.variant != "taid" or self._taid_tokens == 0:
-            return {}
-        used = self.taid.t
-        self.taid = taid_update(self.taid, self._taid_sum / self._taid_tokens, step, self.total_steps)
-        self._taid_sum = self._taid_tokens = 0.0
-        return {"hint/taid_t": used}

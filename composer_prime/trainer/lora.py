@@ -13,7 +13,7 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from peft.tuners.lora import LoraLayer
 from transformers import PreTrainedModel
 
-from composer_prime.trainer.config import LoRAConfig
+from composer_prime.configs.trainer import LoRAConfig
 
 ADAPTER = "default"
 _PEFT_PREFIX = "base_model.model."

@@ -2,7 +2,7 @@
 
 Per step: wait for this rank's batch, train on it, checkpoint (every `ckpt.interval`),
 publish the new weight version, log. With `[trainer.diloco]` the trainer is one site of a
-Streaming DiLoCo run (trainer/site.py): it trains its shard of each step (`[trainer.data]`) and
+Streaming DiLoCo run (trainer/diloco_site.py): it trains its shard of each step (`[trainer.data]`) and
 only the lead site publishes versions. Resumes from the newest checkpoint and continues
 bit-exactly; weight versions newer than that checkpoint are deleted, since they will be
 recomputed.
@@ -18,27 +18,25 @@ from pathlib import Path
 
 import torch
 
-from composer_prime.broadcast import keys
-from composer_prime.broadcast.store import Store
+from composer_prime import keys
+from composer_prime.store import Store
 from composer_prime.cli import run_cli
+from composer_prime.configs.trainer import TrainerConfig
 from composer_prime.errors import UserError
-from composer_prime.loss.registry import resolve_loss
-from composer_prime.model.load import load_tokenizer
+from composer_prime.loss.resolve import resolve_loss
 from composer_prime.trainer import checkpoint as ckpt
 from composer_prime.trainer.build import build_train_model, inference_state_dict
-from composer_prime.trainer.config import TrainerConfig
+from composer_prime.trainer.channels import LossChannel, build_channels
 from composer_prime.trainer.data import own_share, wait_for_batch
-from composer_prime.trainer.hint import HintChannel
 from composer_prime.trainer.parallel import (
     World,
     barrier,
     close_world,
     init_world,
 )
-from composer_prime.trainer.preference import PreferenceChannel
+from composer_prime.trainer.diloco_site import DiLoCoTrainerSite
 from composer_prime.trainer.progress import StepReporter
-from composer_prime.trainer.site import TrainerSite
-from composer_prime.trainer.step import Channels, learning_rate, train_step
+from composer_prime.trainer.step import learning_rate, train_step
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
 from composer_prime.weights import (
     broadcast_root,
@@ -77,7 +75,7 @@ def _drop_versions_after(config: TrainerConfig, step: int) -> None:
                 shutil.rmtree(child, ignore_errors=True)
 
 
-def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World, site: TrainerSite | None,
+def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World, site: DiLoCoTrainerSite | None,
                 record: dict | None) -> None:
     if world.is_main:
         ckpt.begin_checkpoint(config.output_dir, step)
@@ -119,7 +117,7 @@ def train(config: TrainerConfig, world: World) -> None:
         raise UserError("trainer.diloco runs one process per site; use num_train_processes = 1 with diloco")
     torch.manual_seed(config.seed)
     model = build_train_model(config, world)
-    channels = make_channels(config, world)
+    channels = build_channels(config)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.optim.lr, betas=config.optim.betas, weight_decay=config.optim.weight_decay
     )
@@ -132,8 +130,8 @@ def train(config: TrainerConfig, world: World) -> None:
         ckpt.remove_checkpoints_after(config.output_dir, start)  # only with ckpt.resume off can any exist
         if config.publish_weights:
             _drop_versions_after(config, start)
-    if channels.preference is not None:  # before any step: the reference is the initial policy
-        channels.preference.prepare_reference(model, world.device, write=world.is_main)
+    for channel in channels:  # before any step: the preference reference is the initial policy
+        channel.prepare(model, world)
     config_json = model.config.to_json_string()
     assets_dir = _assets_dir(config)
 
@@ -146,7 +144,7 @@ def train(config: TrainerConfig, world: World) -> None:
     if config.publish_weights and start == 0 and not list_versions(config.output_dir):
         publish(0)  # the initial weights: what volunteer workers pull and verifiers trust before any step
 
-    site = TrainerSite(config.diloco, model, optimizer) if config.diloco is not None else None
+    site = DiLoCoTrainerSite(config.diloco, model, optimizer) if config.diloco is not None else None
     if site is not None and start and (state := ckpt.load_diloco(ckpt.checkpoint_dir(config.output_dir, start))):
         site.load_state_dict(state)  # after the site saved the resumed weights as its starting point
     data_dir = config.data.dir or config.output_dir
@@ -164,7 +162,6 @@ def train(config: TrainerConfig, world: World) -> None:
         _complete_resumed_step(config, start, metrics)
     if start and config.publish_weights and start not in list_versions(config.output_dir):
         publish(start)  # killed between the checkpoint and its version: the orchestrator waits for it
-    hint_idle_logged = False
     step = start
     with site if site is not None else nullcontext():
         try:
@@ -178,12 +175,8 @@ def train(config: TrainerConfig, world: World) -> None:
                     batch = own_share(batch)
                 lr = learning_rate(step, config.optim)
                 t0 = time.perf_counter()
-                if channels.hint is not None and batch.num_hint_tokens == 0 and not hint_idle_logged:
-                    logger.info("hint channel has no inputs at step %d: the batch carries no hint sites (is "
-                                "orchestrator.hints.enabled on? does any rollout err?)", step)
-                    hint_idle_logged = True
-                if step == start + 1 and channels.preference is not None:
-                    log_eval(metrics, start, channels.preference.evaluate(model, world.device))
+                if step == start + 1:
+                    log_held_out(metrics, start, channels, model, world, always=True)
                 result = train_step(model, optimizer, batch, loss, lr, config.optim.max_norm, world, channels)
                 train_s = time.perf_counter() - t0
                 if site is not None and (healed := site.after_step()) is not None:
@@ -206,8 +199,6 @@ def train(config: TrainerConfig, world: World) -> None:
                         "step_s": time.perf_counter() - t0 + idle_s,  # waiting and training, before saving
                         "off_policy_lag": step - 1 - batch.min_policy_version,
                     }
-                    if channels.hint is not None:
-                        record |= channels.hint.end_step(step)
                 # The record goes into the checkpoint first: a kill between the two cannot lose it.
                 if step % config.ckpt.interval == 0:
                     _checkpoint(config, step, model, optimizer, world, site, record)
@@ -216,38 +207,17 @@ def train(config: TrainerConfig, world: World) -> None:
                 if metrics is not None:
                     metrics.log(step, record)
                     reporter.update(step, record)
-                pref = channels.preference
-                if pref is not None and (step == config.max_steps or (
-                        pref.config.eval_interval and step % pref.config.eval_interval == 0)):
-                    log_eval(metrics, step, pref.evaluate(model, world.device))
+                log_held_out(metrics, step, channels, model, world, always=step == config.max_steps)
         finally:
             reporter.close()
             if metrics is not None:
                 metrics.close()
 
 
-def make_channels(config: TrainerConfig, world: World) -> Channels:
-    """Channels 2 and 3 as configured; each one that is off says why, once."""
-    hint_cfg, pref_cfg = config.loss.hint, config.loss.preference
-    channels = Channels()
-    if hint_cfg.weight > 0:
-        channels.hint, channels.hint_weight = HintChannel(hint_cfg, config.max_steps), hint_cfg.weight
-        logger.info("hint channel on: alpha %g, %s, side channel %s", hint_cfg.weight, hint_cfg.variant,
-                    hint_cfg.side_channel)
-    else:
-        logger.info("hint channel off: trainer.loss.hint.weight is 0 (hint sites in batches are ignored)")
-    if pref_cfg.pairs is None:
-        logger.info("preference channel off: trainer.loss.preference.pairs is not set")
-    else:
-        # With weight 0 the pairs are still read, for held-out accuracy: the ablation's beta = 0 arm needs it.
-        channels.preference = PreferenceChannel(pref_cfg, load_tokenizer(config.model), config.output_dir, config.seed)
-        channels.preference_weight = pref_cfg.weight
-        if pref_cfg.weight == 0:
-            logger.info("preference channel off: trainer.loss.preference.weight is 0 (held-out accuracy still logged)")
-    return channels
-
-
-def log_eval(metrics: MetricsLogger | None, step: int, record: dict[str, float]) -> None:
+def log_held_out(metrics: MetricsLogger | None, step: int, channels: list[LossChannel], model, world: World,
+                 always: bool) -> None:
+    """Every rank evaluates (the forwards are collectives under FSDP); the main rank logs."""
+    record = {k: v for channel in channels for k, v in channel.held_out(model, world, step, always).items()}
     if metrics is not None and record:
         metrics.log(step, record)
 

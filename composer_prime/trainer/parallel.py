@@ -12,7 +12,7 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 
-from composer_prime.config import ModelConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.model.load import resolve_device
 
 

@@ -24,17 +24,20 @@ import torch
 from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
+from composer_prime.batch import TrainBatch
+from composer_prime.chat import Action, render_tool_calls
+from composer_prime.configs.trainer import PreferenceLossConfig
 from composer_prime.errors import UserError
 from composer_prime.loss.preference import PreferenceOutput, add_chosen_nll, dpo_loss, sequence_logprobs, simpo_loss
-from composer_prime.messages import Action, render_tool_calls
 from composer_prime.pairs import PreferencePair, read_pairs
-from composer_prime.trainer.config import PreferenceLossConfig
 from composer_prime.trainer.logprobs import token_logprobs
+from composer_prime.trainer.parallel import World
 from composer_prime.utils.fs import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 
 _EVAL_BUCKETS = 1000
+_METRICS = ("preference/accuracy", "preference/margin", "preference/chosen_reward", "preference/rejected_reward")
 
 
 @dataclass(frozen=True)
@@ -92,10 +95,12 @@ def pair_logprobs(model: torch.nn.Module, pairs: list[TokenizedPair], device: to
 
 
 class PreferenceChannel:
-    """beta_w * mean over the step's pairs of the DPO / SimPO loss, plus held-out accuracy."""
+    """beta_w * mean over the step's pairs of the DPO / SimPO loss, plus held-out accuracy (a LossChannel)."""
+
+    name = "preference"
 
     def __init__(self, config: PreferenceLossConfig, tokenizer: PreTrainedTokenizerBase, output_dir: Path, seed: int):
-        self.config, self.seed = config, seed
+        self.config, self.seed, self.weight = config, seed, config.weight
         self.beta = config.beta or (0.1 if config.variant == "dpo" else 2.0)
         self.cache_path = Path(output_dir) / "preference" / "reference.json"
         pairs = read_pairs(config.pairs)
@@ -119,6 +124,9 @@ class PreferenceChannel:
         logger.info("preference: %d train pairs, %d held out, %s beta %g", len(self.train), len(self.eval),
                     config.variant, self.beta)
 
+    def prepare(self, model: torch.nn.Module, world: World) -> None:
+        self.prepare_reference(model, world.device, write=world.is_main)
+
     def prepare_reference(self, model: torch.nn.Module, device: torch.device, write: bool) -> None:
         """Reference log-probs of every pair: from the cache, else from `model` (the initial policy)."""
         if self.config.variant != "dpo":
@@ -132,16 +140,12 @@ class PreferenceChannel:
             raise UserError(f"{self.cache_path} was computed for another pairs file; remove it or use a new output_dir")
         with torch.no_grad():
             for pairs in _chunks(self.train + self.eval, 16):
-                chosen, rejected = self._sums(model, pairs, device)
-                self.reference |= {p.id: (c, r) for p, c, r in zip(pairs, chosen.tolist(), rejected.tolist())}
+                summed, _ = sequence_logprobs(*pair_logprobs(model, pairs, device))
+                chosen, rejected = summed[: len(pairs)].tolist(), summed[len(pairs) :].tolist()
+                self.reference |= {p.id: (c, r) for p, c, r in zip(pairs, chosen, rejected)}
         if write:
             body = {"pairs_sha256": digest, "logps": self.reference}
             atomic_write_bytes(self.cache_path, json.dumps(body).encode())
-
-    def _sums(self, model, pairs: list[TokenizedPair], device) -> tuple[Tensor, Tensor]:
-        logprobs, mask = pair_logprobs(model, pairs, device)
-        summed, _ = sequence_logprobs(logprobs, mask)
-        return summed[: len(pairs)], summed[len(pairs) :]
 
     def _output(self, model, pairs: list[TokenizedPair], device) -> PreferenceOutput:
         logprobs, mask = pair_logprobs(model, pairs, device)
@@ -163,15 +167,30 @@ class PreferenceChannel:
         picks = rng.choice(len(self.train), size=n, replace=n > len(self.train))
         return [self.train[i] for i in picks[rank::world_size]]
 
+    def backward(self, model: torch.nn.Module, batch: TrainBatch, world: World) -> dict[str, float]:
+        pairs = self.step_pairs(batch.step, world.rank, world.world_size)
+        if not pairs:  # fewer pairs than ranks: still one forward/backward, for FSDP's collectives
+            logits = model(input_ids=torch.zeros(1, 2, dtype=torch.long, device=world.device), use_cache=False).logits
+            (logits.sum() * 0.0).backward()
+            return dict.fromkeys(("loss", "pairs", *_METRICS), 0.0)
+        loss, diag = self.loss(model, pairs, world.device)
+        (self.weight * loss / self.config.pairs_per_step).backward()
+        sums = torch.stack([diag[k].detach().sum() for k in _METRICS]).tolist()  # one device sync
+        return {"loss": loss.item(), "pairs": float(len(pairs)), **dict(zip(_METRICS, sums))}
+
+    def finish(self, totals: dict[str, float], batch: TrainBatch) -> tuple[float, dict[str, float]]:
+        """Mean loss over pairs_per_step; each metric's mean over the pairs of all ranks."""
+        return totals["loss"] / self.config.pairs_per_step, {k: totals[k] / totals["pairs"] for k in _METRICS}
+
+    def held_out(self, model: torch.nn.Module, world: World, step: int, always: bool) -> dict[str, float]:
+        due = always or (self.config.eval_interval and step % self.config.eval_interval == 0)
+        return self.evaluate(model, world.device) if due else {}
+
     def loss(self, model, pairs: list[TokenizedPair], device) -> tuple[Tensor, dict[str, Tensor]]:
         """Summed pair loss of this rank's pairs (the trainer divides by pairs_per_step) and summed diagnostics."""
         out = self._output(model, pairs, device)
-        return out.losses.sum(), {
-            "preference/accuracy": (out.margins > 0).double(),
-            "preference/margin": out.margins.double(),
-            "preference/chosen_reward": out.chosen_rewards.double(),
-            "preference/rejected_reward": out.rejected_rewards.double(),
-        }
+        values = ((out.margins > 0), out.margins, out.chosen_rewards, out.rejected_rewards)
+        return out.losses.sum(), {k: v.double() for k, v in zip(_METRICS, values)}
 
     @torch.no_grad()
     def evaluate(self, model, device) -> dict[str, float]:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from composer_prime.broadcast.store import Store
+from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_write_bytes
 from composer_prime.verify.verifier import Decision, RolloutVerifier
 

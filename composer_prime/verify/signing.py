@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from composer_prime.broadcast import keys
-from composer_prime.verify.messages import RolloutBatch, SignedBatch, encode_signed
+from composer_prime import keys
+from composer_prime.verify.rollout_batch import RolloutBatch, SignedBatch, encode_signed
 
 
 def sign_batch(batch: RolloutBatch, key: Ed25519PrivateKey) -> SignedBatch:

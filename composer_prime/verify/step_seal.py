@@ -15,7 +15,7 @@ import hashlib
 import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 
 SEAL_SCHEMA = 1
 

@@ -29,40 +29,11 @@ for that pair.
 from __future__ import annotations
 
 import math
-from typing import Annotated
 
 import torch
-from pydantic import BaseModel, Field
-from pydantic_config import BaseConfig
 
+from composer_prime.configs.verify import ProofSpec, ToplocConfig
 from composer_prime.errors import UserError
-
-
-class ProofSpec(BaseModel):
-    """How workers must build proofs (sent to them when they join)."""
-
-    topk: int = Field(ge=1, description="Values committed to per chunk.")
-    decode_batching_size: int = Field(ge=1, description="Completion tokens per chunk.")
-
-
-class ToplocConfig(BaseConfig):
-    """Require TOPLOC proofs with every sample and check them on a fraction."""
-
-    topk: Annotated[int, Field(ge=1, description="Values committed to per chunk (the paper's k; 128 gives 258-byte proofs).")] = 128
-    decode_batching_size: Annotated[int, Field(ge=1, description="Completion tokens per chunk (the paper uses 32).")] = 32
-    check_fraction: Annotated[
-        float, Field(gt=0, le=1, description="Fraction of samples whose proofs are checked (chosen unpredictably).")
-    ] = 1.0
-    max_exp_mismatches: Annotated[
-        int, Field(ge=0, description="A chunk fails when more of its top-k values have a different exponent.")
-    ] = 8
-    max_mant_err_mean: Annotated[
-        float, Field(ge=0, description="... or when the mean |mantissa difference| of the others is larger.")
-    ] = 4.0
-    max_mant_err_median: Annotated[float, Field(ge=0, description="... or when their median is larger.")] = 2.0
-
-    def spec(self) -> ProofSpec:
-        return ProofSpec(topk=self.topk, decode_batching_size=self.decode_batching_size)
 
 
 def _toploc():

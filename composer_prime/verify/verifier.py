@@ -30,41 +30,18 @@ import logging
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Annotated
 
 import msgspec
-from pydantic import Field
-from pydantic_config import BaseConfig
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
+from composer_prime.configs.verify import VerifyConfig
 from composer_prime.errors import UserError
-from composer_prime.verify.messages import ROLLOUT_SCHEMA, RolloutSample, decode_batch, decode_signed
-from composer_prime.verify.registry import WorkerRegistry
+from composer_prime.verify.rollout_batch import ROLLOUT_SCHEMA, RolloutSample, decode_batch, decode_signed
 from composer_prime.verify.scorer import Scorer
-from composer_prime.verify.toploc import ToplocConfig, proof_mismatch, require_toploc
+from composer_prime.verify.toploc import proof_mismatch, require_toploc
+from composer_prime.verify.worker_registry import WorkerRegistry
 
 logger = logging.getLogger(__name__)
-
-
-class VerifyConfig(BaseConfig):
-    """Checks on rollouts submitted by volunteer workers."""
-
-    max_staleness: Annotated[int, Field(ge=0, description="Accept batches sampled at most this many versions behind.")] = 1
-    logprob_mean_tolerance: Annotated[
-        float, Field(gt=0, description="Reject a sample whose mean |submitted - trusted| log-prob exceeds this.")
-    ] = 0.05
-    logprob_max_tolerance: Annotated[
-        float, Field(gt=0, description="... or whose largest per-token |difference| exceeds this.")
-    ] = 1.0
-    check_fraction: Annotated[
-        float, Field(gt=0, le=1, description="Fraction of samples whose log-probs are recomputed (chosen unpredictably).")
-    ] = 1.0
-    ban_failure_rate: Annotated[float, Field(gt=0, le=1, description="Ban a worker whose rejected-sample rate exceeds this.")] = 0.2
-    ban_min_samples: Annotated[int, Field(ge=1, description="... once it submitted at least this many samples.")] = 16
-    secret: Annotated[str, Field(description="Seeds which samples are checked; keep it from workers.")] = "change-me"
-    toploc: Annotated[
-        ToplocConfig | None, Field(description="Require TOPLOC proofs with every sample (optional extra 'toploc').")
-    ] = None
 
 
 @dataclass

@@ -2,6 +2,5 @@
 The run side (coordinator app, wire protocol) is composer_prime/coordinator/.
 
 journal.py      crash-safe record of batches awaiting upload (no work lost or sent twice on restart)
-config.py       WorkerConfig (TOML)
 main.py         `uv run worker @ configs/worker/<...>.toml`
 """

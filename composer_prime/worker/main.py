@@ -24,25 +24,25 @@ from typing import TypeVar
 import httpx
 from transformers import PreTrainedTokenizerBase
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.client import BroadcastClient, make_sources
 from composer_prime.broadcast.manifest import BroadcastError
 from composer_prime.cli import run_cli
-from composer_prime.config import ModelConfig
+from composer_prime.configs.shared import ModelConfig
+from composer_prime.configs.worker import WorkerConfig
+from composer_prime.coordinator.grants import upload_batch
 from composer_prime.coordinator.protocol import (Heartbeat, HeartbeatResponse, JoinRequest, JoinResponse,
                                                  heartbeat_message)
-from composer_prime.coordinator.grants import upload_batch
 from composer_prime.errors import UserError
 from composer_prime.model.load import resolve_device
-from composer_prime.rollout.config import EnvConfig, SamplingConfig
+from composer_prime.configs.rollout import EnvConfig, SamplingConfig
 from composer_prime.rollout.envs import Environment, load_environment
 from composer_prime.rollout.sampler import Sampler
 from composer_prime.rollout.single_turn import rollout_group
-from composer_prime.verify.messages import RolloutBatch, RolloutSample
+from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.toploc import build_proofs, require_toploc
-from composer_prime.worker.config import WorkerConfig
 from composer_prime.worker.journal import Journal
 
 logger = logging.getLogger("composer_prime.worker")
@@ -146,7 +146,7 @@ class Worker:
         from transformers import AutoTokenizer
 
         from composer_prime.inference.backend import make_backend
-        from composer_prime.inference.config import InferenceConfig
+        from composer_prime.configs.inference import InferenceConfig
 
         info = await self.join()
         for batch_id, data in self.journal.pending_batches():  # signed before a crash, not yet confirmed uploaded

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from composer_prime.cli import parse_config
-from composer_prime.rl.config import RLConfig
+from composer_prime.configs.rl import RLConfig
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks/gpu/run.sh"

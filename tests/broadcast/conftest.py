@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.utils.serve import ServedApp
 from composer_prime.weights import publish_weights
 

@@ -8,12 +8,12 @@ import httpx
 import pytest
 import torch
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.client import BroadcastClient, HttpSource, StoreSource
 from composer_prime.broadcast.manifest import BroadcastError
 from composer_prime.broadcast.publish import publish_version
 from composer_prime.broadcast.server import create_origin_app, create_relay_app
-from composer_prime.broadcast.store import Store
+from composer_prime.store import Store
 from composer_prime.weights import STABLE, list_versions, load_version_state_dict
 
 SHARD = 100_000

@@ -7,10 +7,12 @@ import hashlib
 import msgspec
 import pytest
 
-from composer_prime.broadcast import keys
-from composer_prime.broadcast.manifest import BroadcastError, decode_verified, encode
+from composer_prime import keys
+from composer_prime.broadcast.manifest import (
+    BroadcastError, decode_verified, encode, manifest_key, shard_key, stored_versions,
+)
 from composer_prime.broadcast.publish import publish_version, version_files
-from composer_prime.broadcast.store import Store, manifest_key, shard_key
+from composer_prime.store import Store
 
 
 def test_shards_tile_the_version_and_hashes_match(published, run_key, tmp_path):
@@ -26,7 +28,7 @@ def test_shards_tile_the_version_and_hashes_match(published, run_key, tmp_path):
         data = store.read_bytes(shard_key(3, shard.index))
         assert data == stream[shard.offset:shard.offset + shard.size]
         assert hashlib.sha256(data).hexdigest() == shard.sha256
-    assert store.versions() == [3]
+    assert stored_versions(store) == [3]
     assert decode_verified(store.read_bytes(manifest_key(3)), run_key.public_key(), 3) == manifest
 
 

@@ -12,12 +12,13 @@ import pytest
 import tomli_w
 import torch
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.client import BroadcastClient, HttpSource, StoreSource
 from composer_prime.broadcast.local_s3 import start_local_s3
+from composer_prime.broadcast.manifest import stored_versions
 from composer_prime.broadcast.publish import publish_version
 from composer_prime.broadcast.server import create_origin_app
-from composer_prime.broadcast.store import Store
+from composer_prime.store import Store
 from composer_prime.utils.net import free_port
 from composer_prime.utils.processes import spawn, stop
 from composer_prime.weights import load_version_state_dict
@@ -84,7 +85,7 @@ def test_versions_through_a_real_s3_server(published, run_key, tmp_path, serve):
     try:
         store = Store("s3://run/broadcasts", endpoint_url=s3.endpoint_url, key=s3.access_key, secret=s3.secret_key)
         manifest = publish_version(published, store, run_key, 3, shard_size=300_000)
-        assert store.versions() == [3]
+        assert stored_versions(store) == [3]
         # Straight from the object store ...
         direct = BroadcastClient([StoreSource(store)], run_key.public_key(), tmp_path / "direct")
         report = direct.fetch()

@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.utils.processes import stop
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import tomli_w
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.local_s3 import start_local_s3
 from composer_prime.diloco.lighthouse import start_lighthouse
 from composer_prime.utils.net import free_port
@@ -76,7 +76,7 @@ class LocalRun:
         # The lead site shares the orchestrator's disk; the others fetch their shard from the store.
         config["data"] |= {"dir": str(self.run)} if shard == 0 else {"store": {**self.store, "role": f"site_{name}"}, "step_public_key": keys.public_hex(self.step_key)}
         if self.sites > 1:
-            # Few inner steps per sync: plain averaging, not DiLoCo's momentum (composer_prime/diloco/config.py).
+            # Few inner steps per sync: plain averaging, not DiLoCo's momentum (composer_prime/configs/diloco.py).
             config["diloco"] = {"mode": "torchft", "site_id": name, "lighthouse": f"http://127.0.0.1:{self.lighthouse_port}",
                                 "sync_every": 2, "fragments": 2, "min_replicas": 2, "timeout_s": 120.0,
                                 "outer": {"lr": 1.0, "momentum": 0.0, "nesterov": False}}

@@ -26,9 +26,9 @@ from cluster import GRANT_TTL_S, MAX_BATCH_BYTES, REPO, TOKEN, WARMSTART, LocalR
 from store_attacks import Target, attack_store
 
 from composer_prime.batch import store_batch_key, store_complete_key
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.client import BroadcastClient, HttpSource
-from composer_prime.broadcast.store import Store
+from composer_prime.store import Store
 from composer_prime.utils.metrics import read_metrics
 from composer_prime.utils.processes import stop
 from composer_prime.verify.step_seal import seal_step

@@ -1,4 +1,4 @@
-from composer_prime.eval.config import EvalCommandConfig
+from composer_prime.configs.eval import EvalCommandConfig
 from composer_prime.eval.main import main
 
 

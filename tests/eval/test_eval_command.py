@@ -11,11 +11,11 @@ import pytest
 from transformers import AutoModelForCausalLM
 
 from composer_prime.cli import run_cli
-from composer_prime.config import LogConfig, ModelConfig
-from composer_prime.eval.config import EvalCommandConfig
+from composer_prime.configs.eval import EvalCommandConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig
 from composer_prime.eval.main import main
 from composer_prime.model.load import load_tokenizer
-from composer_prime.rollout.config import EnvConfig
+from composer_prime.configs.rollout import EnvConfig
 from composer_prime.rollout.envs import Score, load_environment
 from composer_prime.utils.metrics import read_metrics
 

@@ -2,14 +2,14 @@ import asyncio
 
 import pytest
 
-from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.chat import ChatMessage
+from composer_prime.configs.hints import LLMWriterConfig, TemplateWriterConfig
+from composer_prime.configs.inference import InferenceConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig
 from composer_prime.eval.server import inference_server, wait_ready
-from composer_prime.hints.config import LLMWriterConfig, TemplateWriterConfig
 from composer_prime.hints.context import HINT_PREFIX, teacher_messages
 from composer_prime.hints.writer import make_hint_writer
 from composer_prime.inference.client import InferenceClient
-from composer_prime.inference.config import InferenceConfig
-from composer_prime.messages import ChatMessage
 from composer_prime.traces import ErrorRecord
 from composer_prime.utils.net import free_port
 

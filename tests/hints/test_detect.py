@@ -1,7 +1,7 @@
 import json
 
+from composer_prime.chat import ChatMessage, ToolCall
 from composer_prime.hints.detect import detect_errors
-from composer_prime.messages import ChatMessage, ToolCall
 from composer_prime.traces import ErrorRecord
 
 

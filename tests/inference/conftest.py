@@ -20,8 +20,8 @@ import uvicorn
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, PreTrainedTokenizerFast, Qwen3Config
 
-from composer_prime.config import ModelConfig
-from composer_prime.inference.config import TransformersBackendConfig
+from composer_prime.configs.inference import TransformersBackendConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.inference.server import create_app
 from composer_prime.inference.transformers_backend import TransformersBackend
 from composer_prime.utils.net import free_port

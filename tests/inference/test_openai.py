@@ -176,8 +176,8 @@ def test_chat_tools_and_calls_reach_the_template_as_the_rollouts_write_them(toke
     """`tools` are described as rollouts describe them, and an assistant's `tool_calls` go back as the Hermes text
     a model writes for them. (The route's own answer with tools is run by the feature-deletion vf-eval test.)"""
     from composer_prime.inference.openai_compat import chat_prompt_ids
-    from composer_prime.messages import ToolCall, render_tool_calls
-    from composer_prime.rollout.conversation import native_tool_support, with_tools
+    from composer_prime.chat import ToolCall, render_tool_calls
+    from composer_prime.tool_calls import native_tool_support, with_tools
 
     tools = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.",
                                                "parameters": {"type": "object", "properties": {"path": {}}}}}]

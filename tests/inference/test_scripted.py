@@ -9,12 +9,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.configs.inference import InferenceConfig, ScriptedBackendConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig
 from composer_prime.eval.server import inference_server, wait_ready
 from composer_prime.inference.client import InferenceClient
-from composer_prime.inference.config import InferenceConfig, ScriptedBackendConfig
 from composer_prime.inference.protocol import PROTOCOL_VERSION
-from composer_prime.rollout.tool_calls import parse_turn
+from composer_prime.tool_calls import parse_turn
 from composer_prime.utils.net import free_port
 from composer_prime.weights import STABLE
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from composer_prime.config import ModelConfig
-from composer_prime.inference.config import TransformersBackendConfig
+from composer_prime.configs.inference import TransformersBackendConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.inference.transformers_backend import TransformersBackend
 

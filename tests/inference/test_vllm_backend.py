@@ -9,10 +9,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from composer_prime.config import ModelConfig
+from composer_prime.configs.inference import InferenceConfig, VLLMBackendConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.errors import UserError
 from composer_prime.inference.backend import make_backend
-from composer_prime.inference.config import InferenceConfig, VLLMBackendConfig
 from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.weights import STABLE, publish_weights
 

@@ -12,7 +12,7 @@ from feature_deletion.scripted_agent import gold_script  # noqa: E402
 from openenv.core import GenericEnvClient  # noqa: E402
 
 from composer_prime.integrations.openenv import OpenEnvServeConfig, create_app, main  # noqa: E402
-from composer_prime.rollout.config import EnvConfig  # noqa: E402
+from composer_prime.configs.rollout import EnvConfig  # noqa: E402
 from composer_prime.utils.serve import ServedApp  # noqa: E402
 
 # A bundled task with few fail-to-pass tests, so grading stays short.

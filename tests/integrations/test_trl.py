@@ -30,11 +30,11 @@ from composer_prime.integrations.trl import (  # noqa: E402
     left_pad,
     teacher_prompt_ids,
 )
-from composer_prime.messages import Action, ChatMessage  # noqa: E402
-from composer_prime.rollout.config import EnvConfig  # noqa: E402
+from composer_prime.chat import Action, ChatMessage  # noqa: E402
+from composer_prime.configs.rollout import EnvConfig  # noqa: E402
 from composer_prime.rollout.envs import load_environment  # noqa: E402
 from composer_prime.pairs import PreferencePair, Provenance, write_pairs  # noqa: E402
-from composer_prime.trainer.config import HintLossConfig, PreferenceLossConfig  # noqa: E402
+from composer_prime.configs.trainer import HintLossConfig, PreferenceLossConfig  # noqa: E402
 from composer_prime.trainer.hint import HintChannel, HintTensors  # noqa: E402
 from composer_prime.trainer.preference import PreferenceChannel  # noqa: E402
 

@@ -8,7 +8,7 @@ import torch
 
 from composer_prime.loss.dppo import dppo_loss
 from composer_prime.loss.packed import packed_loss, segment_lengths
-from composer_prime.loss.registry import Loss
+from composer_prime.loss.resolve import Loss
 from composer_prime.loss.types import LossInputs, LossOutputs
 
 DPPO_WHOLE = Loss(fn=functools.partial(dppo_loss, kl_coef=0.05), elementwise=True)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from composer_prime.cli import run_cli
-from composer_prime.config import ModelConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.errors import UserError
 from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.model.tiny import IM_END, TinyModelConfig, build

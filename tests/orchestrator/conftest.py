@@ -2,10 +2,10 @@ import asyncio
 
 import pytest
 
-from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.configs.inference import InferenceConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig
 from composer_prime.eval.server import inference_server, wait_ready
 from composer_prime.inference.client import InferenceClient
-from composer_prime.inference.config import InferenceConfig
 from composer_prime.model.tiny import TinyModelConfig, build
 from composer_prime.utils.net import free_port
 

@@ -9,7 +9,7 @@ from composer_prime.orchestrator.advantage import (
     overlong_penalty,
     penalized_rewards,
 )
-from composer_prime.orchestrator.config import AdvantageConfig, OverlongConfig
+from composer_prime.configs.orchestrator import AdvantageConfig, OverlongConfig
 
 
 def test_default_advantage_is_reward_minus_group_mean():

@@ -1,4 +1,4 @@
-from composer_prime.orchestrator.config import OrchestratorConfig
+from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.orchestrator.main import main
 from composer_prime.utils.net import free_port
 

@@ -8,11 +8,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from composer_prime.config import ModelConfig
+from composer_prime.configs.orchestrator import AdvantageConfig, OrchestratorConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
-from composer_prime.orchestrator.config import AdvantageConfig, InRunEvalConfig, OrchestratorConfig
-from composer_prime.rollout.config import SamplingConfig
+from composer_prime.configs.orchestrator import InRunEvalConfig
+from composer_prime.configs.rollout import SamplingConfig
 from composer_prime.rollout.envs import load_environment
 from composer_prime.orchestrator.inference_source import InferenceSource
 from composer_prime.orchestrator.source import StepStats

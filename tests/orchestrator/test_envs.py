@@ -6,7 +6,7 @@ import time
 import pytest
 
 from composer_prime.errors import UserError
-from composer_prime.rollout.config import EnvConfig
+from composer_prime.configs.rollout import EnvConfig
 from composer_prime.rollout.envs import installed_environments, load_environment
 
 SMALL = {"num_examples": 50}

@@ -7,12 +7,12 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from composer_prime.config import ModelConfig
-from composer_prime.hints.config import HintsConfig
+from composer_prime.configs.hints import HintsConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
-from composer_prime.rollout.config import EnvConfig, SamplingConfig
+from composer_prime.configs.rollout import EnvConfig, SamplingConfig
 from composer_prime.rollout.envs import load_environment
 from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites, rollouts_of
 from composer_prime.rollout.single_turn import prompt_token_ids, rollout_group

@@ -9,7 +9,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from composer_prime.rollout.conversation import TemplateMismatch, TokenConversation, decode, encode, render
-from composer_prime.rollout.tool_calls import parse_turn, tool_names
+from composer_prime.tool_calls import parse_turn, tool_names
 
 WARMSTART = Path(__file__).resolve().parents[2] / "configs/quickstart/warmstart"
 TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}},
@@ -117,9 +117,9 @@ def test_a_template_with_tool_support_gets_the_schemas_itself(tokenizer):
 def test_a_hint_site_on_turn_i_scores_that_turn_after_everything_before_it(tokenizer):
     import asyncio
 
-    from composer_prime.hints.config import HintsConfig
+    from composer_prime.configs.hints import HintsConfig
     from composer_prime.hints.writer import TemplateHintWriter
-    from composer_prime.messages import ChatMessage, ToolCall
+    from composer_prime.chat import ChatMessage, ToolCall
     from composer_prime.rollout.envs import Example
     from composer_prime.orchestrator.hint_sites import build_hint_sites, rollouts_of
     from composer_prime.rollout.multi_turn import ToolGroup, ToolRollout

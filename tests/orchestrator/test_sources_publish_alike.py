@@ -12,19 +12,19 @@ import asyncio
 import pytest
 from transformers import AutoTokenizer
 
-from composer_prime.broadcast import keys
-from composer_prime.config import ModelConfig
+from composer_prime import keys
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.inference.client import InferenceClient
-from composer_prime.orchestrator.config import InRunEvalConfig, OrchestratorConfig
+from composer_prime.configs.orchestrator import InRunEvalConfig, OrchestratorConfig
 from composer_prime.orchestrator.inference_source import InferenceSource
 from composer_prime.orchestrator.sink import StepSink
 from composer_prime.orchestrator.volunteers import PendingGroup, VolunteerSource
 from composer_prime.orchestrator.weight_sync import WeightSync
-from composer_prime.rollout.config import EnvConfig, SamplingConfig
+from composer_prime.configs.rollout import EnvConfig, SamplingConfig
 from composer_prime.rollout.envs import load_environment
 from composer_prime.traces import read_traces, traces_path
 from composer_prime.utils.metrics import MetricsLogger
-from composer_prime.verify.messages import RolloutSample
+from composer_prime.verify.rollout_batch import RolloutSample
 
 SOURCE_OWN = ("verify/", "workers/", "dropped/partial_groups")
 

@@ -13,11 +13,11 @@ import msgspec
 import pytest
 
 from composer_prime.batch import batch_path, read_batch, store_batch_key, store_complete_key
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.local_s3 import start_local_s3
-from composer_prime.broadcast.store import Store
 from composer_prime.errors import UserError
 from composer_prime.orchestrator.packing import Sample, pack_step
+from composer_prime.store import Store
 from composer_prime.orchestrator.step_io import mirror_missing, write_step
 from composer_prime.trainer.data import fetch_from_store, wait_for_batch
 from composer_prime.verify.step_seal import seal_step

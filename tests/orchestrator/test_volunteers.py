@@ -8,12 +8,12 @@ import pytest
 from pydantic import ValidationError
 from transformers import AutoTokenizer
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
+from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.errors import UserError
-from composer_prime.orchestrator.config import OrchestratorConfig
 from composer_prime.orchestrator.volunteers import PendingGroup, VolunteerSource, groups_of, take_groups
 from composer_prime.rollout.envs import load_environment
-from composer_prime.verify.messages import RolloutSample
+from composer_prime.verify.rollout_batch import RolloutSample
 from composer_prime.verify.verifier import Decision
 
 

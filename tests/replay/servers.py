@@ -171,8 +171,8 @@ def inference_server(model_dir: Path, delay_s: float = 0.0, max_batch_size: int 
     """Our inference server over `model_dir`, wrapped in `Counting` (reachable as `.app`)."""
 
     async def build():
-        from composer_prime.config import ModelConfig
-        from composer_prime.inference.config import TransformersBackendConfig
+        from composer_prime.configs.shared import ModelConfig
+        from composer_prime.configs.inference import TransformersBackendConfig
         from composer_prime.inference.server import create_app
         from composer_prime.inference.transformers_backend import TransformersBackend
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from composer_prime.messages import Action, ToolCall
+from composer_prime.chat import Action, ToolCall
 from composer_prime.replay.agreement import canonical, decide, parse_text_action, same
 
 

@@ -11,8 +11,8 @@ from test_ingest import (
     damaged_claude_code, damaged_composer_prime, damaged_openai_chat, damaged_verifiers, rollouts,
 )
 
-from composer_prime.messages import ChatMessage, ToolCall
-from composer_prime.messages import Action
+from composer_prime.chat import Action
+from composer_prime.chat import ChatMessage, ToolCall
 from composer_prime.replay.chat_semantics import StepChecker, step_violations, violations
 from composer_prime.replay.ingest import READERS, files_of
 from composer_prime.replay.steps import IngestReport, Step

@@ -10,8 +10,8 @@ import torch
 from servers import WARMSTART, student_trace, teacher
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from composer_prime.configs.replay import ReplayConfig
 from composer_prime.pairs import read_pairs
-from composer_prime.replay.config import ReplayConfig
 from composer_prime.replay.main import run
 
 
@@ -65,7 +65,7 @@ def test_fifty_steps_three_teachers(teacher_servers, sampled_trace, three, tmp_p
 
 
 def test_pairs_feed_the_preference_channel_and_datasets(teacher_servers, sampled_trace, three, tmp_path, shared_cache):
-    from composer_prime.trainer.config import PreferenceLossConfig
+    from composer_prime.configs.trainer import PreferenceLossConfig
     from composer_prime.trainer.preference import PreferenceChannel
 
     replay(sampled_trace, tmp_path / "out", three, cache_path=shared_cache)

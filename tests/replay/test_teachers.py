@@ -10,8 +10,8 @@ import time
 import pytest
 from servers import fault_server, reverse_prompts
 
+from composer_prime.configs.replay import ReplayConfig
 from composer_prime.pairs import read_pairs
-from composer_prime.replay.config import ReplayConfig
 from composer_prime.replay.main import run
 from composer_prime.replay.teachers import assemble_stream
 from composer_prime.traces import RolloutTrace, write_traces

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from servers import fault_server
 
+from composer_prime.configs.replay import ReplayConfig
 from composer_prime.errors import UserError
-from composer_prime.replay.config import ReplayConfig
 from composer_prime.replay.ingest import ingest
 from composer_prime.replay.main import run
 from composer_prime.replay.tools import with_tools

@@ -3,12 +3,12 @@ from pathlib import Path
 import pytest
 
 from composer_prime.cli import parse_config
-from composer_prime.config import write_config
-from composer_prime.inference.config import InferenceConfig
-from composer_prime.orchestrator.config import OrchestratorConfig
-from composer_prime.rl.config import RLConfig
+from composer_prime.configs.inference import InferenceConfig
+from composer_prime.configs.orchestrator import OrchestratorConfig
+from composer_prime.configs.rl import RLConfig
+from composer_prime.configs.shared import write_config
+from composer_prime.configs.trainer import TrainerConfig
 from composer_prime.rl.main import commands
-from composer_prime.trainer.config import TrainerConfig
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,13 +5,13 @@ import pytest
 import torch
 
 from composer_prime.cli import run_cli
-from composer_prime.config import LogConfig, ModelConfig
+from composer_prime.configs.sft import SFTConfig, SFTOptimConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig
 from composer_prime.errors import UserError
 from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.model.tiny import TinyModelConfig, build
-from composer_prime.rollout.config import EnvConfig
+from composer_prime.configs.rollout import EnvConfig
 from composer_prime.rollout.envs import load_environment
-from composer_prime.sft.config import SFTConfig, SFTOptimConfig
 from composer_prime.sft.data import IGNORE, collate, demonstrations, hinted_demonstrations
 from composer_prime.sft.main import train
 

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from composer_prime.cli import parse_config
-from composer_prime.config import ModelConfig
+from composer_prime.configs.rl import RLConfig
+from composer_prime.configs.sft import SFTConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.model.tiny import TinyModelConfig
 from composer_prime.rollout.envs import load_environment
-from composer_prime.rl.config import RLConfig
-from composer_prime.sft.config import SFTConfig
 
 QUICKSTART = Path(__file__).parents[2] / "configs" / "quickstart"
 COMPOSED = QUICKSTART.parent / "composed"

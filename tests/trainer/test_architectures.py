@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from composer_prime.config import ModelConfig
-from composer_prime.inference.config import TransformersBackendConfig
+from composer_prime.configs.inference import TransformersBackendConfig
+from composer_prime.configs.shared import ModelConfig
+from composer_prime.configs.trainer import DPPOLossConfig
 from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.inference.transformers_backend import TransformersBackend
-from composer_prime.loss.registry import resolve_loss
+from composer_prime.loss.resolve import resolve_loss
 from composer_prime.model.load import load_train_model
 from composer_prime.model.tiny import TinyModelConfig, build
 from composer_prime.orchestrator.packing import Sample, pack_step
-from composer_prime.trainer.config import DPPOLossConfig
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.step import train_step
 

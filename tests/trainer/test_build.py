@@ -7,9 +7,9 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from composer_prime.config import ModelConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.trainer.build import build_train_model, inference_state_dict
-from composer_prime.trainer.config import LoRAConfig, TrainerConfig
+from composer_prime.configs.trainer import LoRAConfig, TrainerConfig
 from composer_prime.trainer.logprobs import forward_logprobs
 from composer_prime.trainer.parallel import World
 

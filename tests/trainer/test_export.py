@@ -10,11 +10,11 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
-from composer_prime.config import ModelConfig
+from composer_prime.configs.shared import ModelConfig
 from composer_prime.errors import UserError
 from composer_prime.trainer.build import build_train_model
 from composer_prime.trainer.checkpoint import load_train_state
-from composer_prime.trainer.config import TrainerConfig
+from composer_prime.configs.trainer import TrainerConfig
 from composer_prime.trainer.parallel import World
 from composer_prime.weights import WEIGHTS_FILE, version_dir
 

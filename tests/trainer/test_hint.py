@@ -8,12 +8,12 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from composer_prime.batch import Array, HintSite, TrainBatch
-from composer_prime.loss.registry import resolve_loss
+from composer_prime.configs.trainer import DPPOLossConfig, HintLossConfig
+from composer_prime.loss.resolve import resolve_loss
 from composer_prime.loss.topk import extract_topk
-from composer_prime.trainer.config import DPPOLossConfig, HintLossConfig
 from composer_prime.trainer.hint import HintChannel
 from composer_prime.trainer.parallel import World
-from composer_prime.trainer.step import Channels, train_step
+from composer_prime.trainer.step import train_step
 
 CPU = World(rank=0, world_size=1, device=torch.device("cpu"))
 
@@ -37,12 +37,12 @@ def make_sites(seed: int, count: int) -> list[HintSite]:
     return sites
 
 
-def batch_with(helpers, sites: list[HintSite]) -> TrainBatch:
+def batch_with(helpers, sites: list[HintSite], step: int = 1) -> TrainBatch:
     samples = helpers.make_samples(seed=5, count=2)
     for s in samples:
         s["advantages"][:] = 0.0  # the policy-gradient channel pushes nowhere: only the hint channel moves weights
     return TrainBatch(
-        step=1, rank=0, world_size=1, temperature=1.0, num_loss_tokens=int(sum(s["loss_mask"].sum() for s in samples)),
+        step=step, rank=0, world_size=1, temperature=1.0, num_loss_tokens=int(sum(s["loss_mask"].sum() for s in samples)),
         micro_batches=helpers.pack(samples, 64, 2), min_policy_version=0, max_policy_version=0,
         hint_sites=sites, num_hint_tokens=sum(len(s.completion_ids) for s in sites),
     )
@@ -71,10 +71,10 @@ def reference_divergence(model, sites, beta: float, temperature: float) -> float
     return total / count
 
 
-def run_step(model, batch, config: HintLossConfig, weight=1.0):
+def run_step(model, batch, config: HintLossConfig):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
-    channels = Channels(hint=HintChannel(config, total_steps=10), hint_weight=weight)
-    return train_step(model, optimizer, batch, resolve_loss(DPPOLossConfig()), 0.0, 1e9, CPU, channels)
+    return train_step(model, optimizer, batch, resolve_loss(DPPOLossConfig()), 0.0, 1e9, CPU,
+                      [HintChannel(config, total_steps=10)])
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
@@ -124,13 +124,12 @@ def test_training_on_the_hint_channel_lowers_kl_to_the_teacher(tiny_model_dir, h
     sites = make_sites(seed=4, count=4)
     model = load(tiny_model_dir, torch.float32)
     before = reference_divergence(copy.deepcopy(model).double(), sites, 1.0, 1.0)
-    channels = Channels(hint=HintChannel(HintLossConfig(weight=1.0, variant=variant), total_steps=30), hint_weight=1.0)
+    channels = [HintChannel(HintLossConfig(weight=1.0, variant=variant), total_steps=30)]
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = []
     for step in range(1, 31):
-        result = train_step(model, optimizer, batch_with(helpers, sites), resolve_loss(DPPOLossConfig()), 3e-3,
+        result = train_step(model, optimizer, batch_with(helpers, sites, step), resolve_loss(DPPOLossConfig()), 3e-3,
                             1.0, CPU, channels)
-        channels.hint.end_step(step)
         losses.append(result.channel_losses["hint"])
     assert all(loss > 0 for loss in losses)  # live on every step with sites
     after = reference_divergence(copy.deepcopy(model).double(), sites, 1.0, 1.0)

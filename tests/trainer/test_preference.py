@@ -9,15 +9,15 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from composer_prime.batch import Array, MicroBatch, TrainBatch
+from composer_prime.chat import Action, ChatMessage, ToolCall
+from composer_prime.configs.trainer import DPPOLossConfig, PreferenceLossConfig
 from composer_prime.errors import UserError
-from composer_prime.loss.registry import resolve_loss
-from composer_prime.messages import Action, ChatMessage, ToolCall
+from composer_prime.loss.resolve import resolve_loss
 from composer_prime.model.tiny import TinyModelConfig, build
 from composer_prime.pairs import PreferencePair, Provenance, write_pairs
-from composer_prime.trainer.config import DPPOLossConfig, PreferenceLossConfig
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.preference import PreferenceChannel, tokenize_pair
-from composer_prime.trainer.step import Channels, train_step
+from composer_prime.trainer.step import train_step
 
 CPU = World(rank=0, world_size=1, device=torch.device("cpu"))
 
@@ -83,7 +83,7 @@ def test_dpo_step_against_float64_reference_and_the_cached_reference(chat_model,
     assert set(cached["logps"]) == {p.id for p in pairs(12)}
 
     # A first step (policy == reference) has margin 0: loss log 2 on every pair.
-    channels = Channels(preference=channel, preference_weight=1.0)
+    channels = [channel]
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     batch = _empty_batch()
     first = train_step(model, optimizer, batch, resolve_loss(DPPOLossConfig()), 1e-2, 1.0, CPU, channels)

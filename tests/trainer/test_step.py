@@ -8,8 +8,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from composer_prime.batch import TrainBatch
-from composer_prime.loss.registry import resolve_loss
-from composer_prime.trainer.config import DPPOLossConfig, OptimConfig
+from composer_prime.configs.trainer import DPPOLossConfig, OptimConfig
+from composer_prime.loss.resolve import resolve_loss
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.step import learning_rate, train_step
 

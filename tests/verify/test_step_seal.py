@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.verify.step_seal import StepRefused, StepSeal, check_rank, seal_step
 
 KEY = keys.generate_key()

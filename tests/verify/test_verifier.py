@@ -14,12 +14,13 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from composer_prime.broadcast import keys
-from composer_prime.verify.messages import RolloutBatch, RolloutSample, SignedBatch, encode_signed
-from composer_prime.verify.registry import WorkerRegistry
+from composer_prime import keys
+from composer_prime.configs.verify import VerifyConfig
+from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, SignedBatch, encode_signed
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.signing import signed_bytes
-from composer_prime.verify.verifier import RolloutVerifier, VerifyConfig
+from composer_prime.verify.verifier import RolloutVerifier
+from composer_prime.verify.worker_registry import WorkerRegistry
 
 MODEL = Path(__file__).resolve().parents[2] / "configs" / "quickstart" / "warmstart"
 T = 1.0

@@ -32,11 +32,11 @@ import httpx
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.model.noise import add_weight_noise_
-from composer_prime.rollout.config import EnvConfig
+from composer_prime.configs.rollout import EnvConfig
 from composer_prime.rollout.envs import load_environment
-from composer_prime.verify.messages import RolloutBatch, RolloutSample
+from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.toploc import build_proofs

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.coordinator.grants import UploadGrant, content_md5, grant_message
 
 REFUSED = {400, 401, 403, 404, 405, 411, 413, 422, 429}

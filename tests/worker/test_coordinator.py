@@ -7,10 +7,10 @@ import time
 
 from fastapi.testclient import TestClient
 
-from composer_prime.broadcast import keys
-from composer_prime.broadcast.store import Store
-from composer_prime.coordinator.config import UploadsConfig
-from composer_prime.verify.registry import WorkerRegistry
+from composer_prime import keys
+from composer_prime.store import Store
+from composer_prime.configs.coordinator import UploadsConfig
+from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.coordinator.app import create_coordinator_app
 from composer_prime.coordinator.grants import CoordinatorUploads
 from composer_prime.worker.main import retry

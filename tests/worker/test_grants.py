@@ -11,13 +11,14 @@ import pytest
 from fastapi.testclient import TestClient
 from store_attacks import Target, attack_store
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.local_s3 import start_local_s3
-from composer_prime.broadcast.store import Store, StoreConfig
+from composer_prime.configs.shared import StoreConfig
+from composer_prime.store import Store
 from composer_prime.errors import UserError
-from composer_prime.coordinator.config import UploadsConfig
+from composer_prime.configs.coordinator import UploadsConfig
 from composer_prime.utils.serve import ServedApp
-from composer_prime.verify.registry import WorkerRegistry
+from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.coordinator.app import create_coordinator_app
 from composer_prime.coordinator.grants import CoordinatorUploads, PresignedPuts, signed_grant_request, upload_batch
 from composer_prime.coordinator.protocol import JoinResponse, rollout_key

@@ -17,17 +17,18 @@ import tomli_w
 import torch
 from safetensors.torch import load_file
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.broadcast.publish import publish_version
 from composer_prime.broadcast.server import create_origin_app
-from composer_prime.broadcast.store import Store
-from composer_prime.coordinator.config import UploadsConfig
+from composer_prime.store import Store
+from composer_prime.configs.coordinator import UploadsConfig
 from composer_prime.utils.serve import ServedApp
 from composer_prime.verify.inbox import RolloutInbox
-from composer_prime.verify.registry import WorkerRegistry
 from composer_prime.verify.scorer import ModelScorer
-from composer_prime.verify.toploc import ProofSpec, ToplocConfig, num_proofs
-from composer_prime.verify.verifier import RolloutVerifier, VerifyConfig
+from composer_prime.verify.toploc import num_proofs
+from composer_prime.verify.verifier import RolloutVerifier
+from composer_prime.configs.verify import ProofSpec, ToplocConfig, VerifyConfig
+from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.weights import publish_weights
 from composer_prime.coordinator.app import create_coordinator_app
 from composer_prime.coordinator.grants import CoordinatorUploads

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from composer_prime.messages import ChatMessage, ToolCall
+from composer_prime.chat import ChatMessage, ToolCall
 from composer_prime.replay.steps import (
     IngestReport, Step, arguments_json, json_records, steps_from_conversation, text_of,
 )

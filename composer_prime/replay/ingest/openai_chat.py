@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from composer_prime.messages import ChatMessage, ToolCall
+from composer_prime.chat import ChatMessage, ToolCall
 from composer_prime.replay.steps import (
     IngestReport, Step, arguments_json, json_records, steps_from_conversation, text_of,
 )

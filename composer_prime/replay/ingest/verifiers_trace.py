@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from composer_prime.messages import ChatMessage
+from composer_prime.chat import ChatMessage
 from composer_prime.replay.ingest.openai_chat import ROLES, message_from_openai
 from composer_prime.replay.steps import IngestReport, Step, json_records, steps_from_conversation
 

@@ -96,10 +96,10 @@ def test_vf_eval_against_our_inference_server_gold_1_noop_0(tiny_tasks, tmp_path
     Hermes `<tool_call>` text comes back as OpenAI tool_calls, and each call's result goes back into the template."""
     import asyncio
 
-    from composer_prime.config import LogConfig, ModelConfig
+    from composer_prime.configs.shared import LogConfig, ModelConfig
     from composer_prime.eval.server import inference_server, wait_ready
     from composer_prime.inference.client import InferenceClient
-    from composer_prime.inference.config import InferenceConfig, ScriptedBackendConfig
+    from composer_prime.configs.inference import InferenceConfig, ScriptedBackendConfig
     from composer_prime.utils.net import free_port
 
     rows, tasks_dir, _ = tiny_tasks

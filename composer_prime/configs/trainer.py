@@ -8,9 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
-from composer_prime.broadcast.store import StoreConfig
-from composer_prime.config import LogConfig, ModelConfig, NumThreads
-from composer_prime.diloco.config import DiLoCoConfig
+from composer_prime.configs.diloco import DiLoCoConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig, NumThreads, StoreConfig
 
 
 class OptimConfig(BaseConfig):

@@ -96,7 +96,7 @@ def test_two_torchft_sites_train_shards_and_a_killed_site_heals_and_jumps(tmp_pa
 
 @pytest.mark.slow
 def test_two_guarded_sites_train_through_a_store(tmp_path, tiny_model_dir, helpers):
-    from composer_prime.broadcast import keys
+    from composer_prime import keys
 
     run, steps = tmp_path / "run", 6
     for step in range(1, steps + 1):
@@ -142,7 +142,7 @@ def test_a_site_normalises_by_its_own_tokens(tmp_path, helpers):
 def test_shard_must_be_below_shards():
     from pydantic import ValidationError
 
-    from composer_prime.trainer.config import TrainerConfig
+    from composer_prime.configs.trainer import TrainerConfig
 
     with pytest.raises(ValidationError, match="data.shard 2 must be below data.shards 2"):
         TrainerConfig(data={"shard": 2, "shards": 2})

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
-from composer_prime.broadcast.store import StoreConfig
+from composer_prime.configs.shared import StoreConfig
 
 
 class OuterOptimConfig(BaseConfig):

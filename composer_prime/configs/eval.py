@@ -7,10 +7,10 @@ from typing import Annotated
 
 from pydantic import Field
 
-from composer_prime.config import LogConfig, ModelConfig
-from composer_prime.inference.config import TransformersBackendConfig, VLLMBackendConfig
-from composer_prime.heldout.config import PassAtKConfig
-from composer_prime.rollout.config import EnvConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig
+from composer_prime.configs.inference import TransformersBackendConfig, VLLMBackendConfig
+from composer_prime.configs.heldout import PassAtKConfig
+from composer_prime.configs.rollout import EnvConfig
 
 
 class EvalCommandConfig(PassAtKConfig):

@@ -1,41 +1,18 @@
-"""Where broadcast versions are kept: a local directory or any fsspec URL (s3:// through s3fs).
+"""A general object store: a local directory or any fsspec URL (s3:// through s3fs), keys relative to its root.
 
-Layout under the store root: `step_<N>/shards/<index>` and `step_<N>/manifest.json`. Shards are
-written first and the manifest last, so a version with a manifest is complete; and readers
-verify every shard anyway, so a half-written shard is a detected error, never a loaded one.
+What goes where is each user's: weight versions (broadcast/manifest.py), orchestrator steps, DiLoCo
+exchanges, volunteer uploads. A local write is atomic (rename); an object store PUT already is.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from typing import Annotated
 
 import fsspec
-from pydantic import Field
-from pydantic_config import BaseConfig
 
-from composer_prime.broadcast.manifest import MANIFEST_FILE
+from composer_prime.configs.shared import StoreConfig
 from composer_prime.errors import UserError
 from composer_prime.utils.fs import atomic_write_bytes
-
-_STEP = re.compile(r"^step_(\d+)$")
-
-
-class StoreConfig(BaseConfig):
-    """An object store or directory; credentials come from the environment (per role: infra/README.md)."""
-
-    url: Annotated[str, Field(description="Local directory, file://, or s3://bucket/prefix.")]
-    endpoint_url: Annotated[
-        str | None, Field(description="S3 endpoint of a non-AWS server (seaweedfs, minio), e.g. http://127.0.0.1:8333.")
-    ] = None
-    role: Annotated[
-        str | None,
-        Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$",
-              description="The run role this process uses the store as (orchestrator, coordinator, publisher, site_b ...): "
-                          "its key comes from <ROLE>_ACCESS_KEY_ID and <ROLE>_SECRET_ACCESS_KEY; None: AWS_ACCESS_KEY_ID "
-                          "and AWS_SECRET_ACCESS_KEY."),
-    ] = None
 
 
 def role_credentials(role: str) -> tuple[str, str]:
@@ -104,34 +81,3 @@ class Store:
             out.append((entry["name"].rstrip("/").rsplit("/", 1)[-1],
                         stamp.timestamp() if hasattr(stamp, "timestamp") else float(stamp)))
         return out
-
-    def versions(self) -> list[int]:
-        """Versions with a manifest (complete), ascending."""
-        found = []
-        self.fs.invalidate_cache()  # s3fs caches listings: a new version must show up on the next call
-        for name in self.list(""):
-            match = _STEP.match(name)
-            if match and self.exists(f"{name}/{MANIFEST_FILE}"):
-                found.append(int(match.group(1)))
-        return sorted(found)
-
-    def delete_version(self, version: int) -> None:
-        # Manifest first: from then on readers no longer consider the version.
-        if self.exists(manifest_key(version)):
-            self.fs.rm_file(self.path(manifest_key(version)))
-        if self.local:
-            if self.exists(f"step_{version}"):
-                self.fs.rm(self.path(f"step_{version}"), recursive=True)
-            return
-        # One DELETE per object: a role scoped to broadcasts/ may delete under it, while S3's bulk delete
-        # (what a recursive rm sends) is authorised on the whole bucket.
-        for path in self.fs.find(self.path(f"step_{version}")):
-            self.fs.rm_file(path)
-
-
-def manifest_key(version: int) -> str:
-    return f"step_{version}/{MANIFEST_FILE}"
-
-
-def shard_key(version: int, index: int) -> str:
-    return f"step_{version}/shards/{index}"

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 from pydantic_config import BaseConfig
 
-from composer_prime.config import LogConfig, ModelConfig, NumThreads
+from composer_prime.configs.shared import LogConfig, ModelConfig, NumThreads
 
 
 class TransformersBackendConfig(BaseConfig):

@@ -1,5 +1,4 @@
-"""Config pieces shared by every process. Each process's own config lives beside its code
-(`composer_prime/<process>/config.py`); `rl` composes them and propagates these shared fields."""
+"""Config pieces shared by every process; `rl` composes the processes' configs and propagates these fields."""
 
 from __future__ import annotations
 
@@ -47,6 +46,22 @@ class LogConfig(BaseConfig):
         str | None,
         Field(description="Also log metrics to this Weights & Biases project, one run per process grouped by "
               "the run directory (needs the extra: uv sync --extra wandb; WANDB_MODE=offline keeps it local)."),
+    ] = None
+
+
+class StoreConfig(BaseConfig):
+    """An object store or directory; credentials come from the environment (per role: infra/README.md)."""
+
+    url: Annotated[str, Field(description="Local directory, file://, or s3://bucket/prefix.")]
+    endpoint_url: Annotated[
+        str | None, Field(description="S3 endpoint of a non-AWS server (seaweedfs, minio), e.g. http://127.0.0.1:8333.")
+    ] = None
+    role: Annotated[
+        str | None,
+        Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$",
+              description="The run role this process uses the store as (orchestrator, coordinator, publisher, site_b ...): "
+                          "its key comes from <ROLE>_ACCESS_KEY_ID and <ROLE>_SECRET_ACCESS_KEY; None: AWS_ACCESS_KEY_ID "
+                          "and AWS_SECRET_ACCESS_KEY."),
     ] = None
 
 

@@ -14,7 +14,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from composer_prime.messages import ToolCall
+from transformers import PreTrainedTokenizerBase
+
+from composer_prime.chat import ToolCall
 
 _BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.DOTALL)
 # The same wording as replay/render.py, so replayed and trained conversations describe tools alike.
@@ -39,6 +41,24 @@ class ParsedTurn:
 
 def tools_prompt(tools: list[dict]) -> str:
     return TOOLS_PROMPT.format(tools="\n".join(json.dumps(t) for t in tools))
+
+
+def native_tool_support(tokenizer: PreTrainedTokenizerBase) -> bool:
+    template = tokenizer.chat_template
+    return isinstance(template, str) and "tools" in template
+
+
+def with_tools(messages: list[dict], tools: list[dict] | None, native: bool) -> tuple[list[dict], list[dict] | None]:
+    """(messages, tools for the template): for a template without tool support, the tools go in the system prompt."""
+    if not tools or native:
+        return [dict(m) for m in messages], tools or None
+    described = tools_prompt(tools)
+    messages = [dict(m) for m in messages]
+    if messages and messages[0]["role"] == "system":
+        messages[0]["content"] = f"{messages[0]['content']}\n\n{described}"
+    else:
+        messages.insert(0, {"role": "system", "content": described})
+    return messages, None
 
 
 def tool_names(tools: list[dict]) -> set[str]:

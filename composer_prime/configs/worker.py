@@ -8,8 +8,8 @@ from typing import Annotated
 from pydantic import Field
 from pydantic_config import BaseConfig
 
-from composer_prime.config import Dtype, NumThreads
-from composer_prime.inference.config import TransformersBackendConfig, VLLMBackendConfig
+from composer_prime.configs.inference import TransformersBackendConfig, VLLMBackendConfig
+from composer_prime.configs.shared import Dtype, NumThreads
 
 
 class WorkerConfig(BaseConfig):

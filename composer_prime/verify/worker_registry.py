@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from composer_prime.broadcast import keys
+from composer_prime import keys
 from composer_prime.utils.fs import atomic_write_bytes
 
 

@@ -8,10 +8,10 @@ from typing import Annotated
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
-from composer_prime.config import LogConfig, ModelConfig, OutputDir
-from composer_prime.inference.config import InferenceConfig
-from composer_prime.orchestrator.config import OrchestratorConfig
-from composer_prime.trainer.config import TrainerConfig
+from composer_prime.configs.inference import InferenceConfig
+from composer_prime.configs.orchestrator import OrchestratorConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig
+from composer_prime.configs.trainer import TrainerConfig
 
 
 def _layered(shared: BaseConfig, own: BaseConfig) -> BaseConfig:

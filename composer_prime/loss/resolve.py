@@ -8,10 +8,10 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from composer_prime.configs.trainer import CustomLossConfig, DPPOLossConfig
 from composer_prime.errors import UserError
 from composer_prime.loss.dppo import dppo_loss
 from composer_prime.loss.types import LossInputs, LossOutputs
-from composer_prime.trainer.config import CustomLossConfig, DPPOLossConfig
 
 
 @dataclass(frozen=True)

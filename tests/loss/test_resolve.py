@@ -5,11 +5,11 @@ import textwrap
 import pytest
 import torch
 
+from composer_prime.configs.trainer import CustomLossConfig, DPPOLossConfig
 from composer_prime.errors import UserError
 from composer_prime.loss.dppo import dppo_loss
-from composer_prime.loss.registry import resolve_loss
+from composer_prime.loss.resolve import resolve_loss
 from composer_prime.loss.types import LossInputs
-from composer_prime.trainer.config import CustomLossConfig, DPPOLossConfig
 
 
 def sample_inputs():

@@ -8,9 +8,9 @@ from typing import Annotated
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
-from composer_prime.config import LogConfig, ModelConfig, OutputDir
-from composer_prime.rollout.config import EnvConfig
-from composer_prime.trainer.config import OptimConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig, OutputDir
+from composer_prime.configs.rollout import EnvConfig
+from composer_prime.configs.trainer import OptimConfig
 
 
 class SFTOptimConfig(OptimConfig):

@@ -17,12 +17,12 @@ import logging
 
 import torch
 
-from composer_prime.diloco.config import DiLoCoConfig
+from composer_prime.configs.diloco import DiLoCoConfig
 
 logger = logging.getLogger(__name__)
 
 
-class TrainerSite:
+class DiLoCoTrainerSite:
     def __init__(self, config: DiLoCoConfig, model: torch.nn.Module, optimizer: torch.optim.Optimizer):
         self.model, self.optimizer = model, optimizer
         self.step = 0
@@ -60,7 +60,7 @@ class TrainerSite:
     def load_state_dict(self, state: dict) -> None:
         self.site.load_state_dict(state)
 
-    def __enter__(self) -> TrainerSite:
+    def __enter__(self) -> DiLoCoTrainerSite:
         self.site.__enter__()
         return self
 

@@ -8,13 +8,12 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
-from composer_prime.broadcast.store import StoreConfig
-from composer_prime.config import LogConfig, ModelConfig
-from composer_prime.coordinator.config import UploadsConfig
-from composer_prime.heldout.config import PassAtKConfig
-from composer_prime.hints.config import HintsConfig
-from composer_prime.rollout.config import EnvConfig, SamplingConfig
-from composer_prime.verify.verifier import VerifyConfig
+from composer_prime.configs.coordinator import UploadsConfig
+from composer_prime.configs.heldout import PassAtKConfig
+from composer_prime.configs.hints import HintsConfig
+from composer_prime.configs.rollout import EnvConfig, SamplingConfig
+from composer_prime.configs.shared import LogConfig, ModelConfig, StoreConfig
+from composer_prime.configs.verify import VerifyConfig
 
 
 class OverlongConfig(BaseConfig):

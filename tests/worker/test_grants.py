@@ -13,6 +13,7 @@ from store_attacks import Target, attack_store
 
 from composer_prime import keys
 from composer_prime.broadcast.local_s3 import start_local_s3
+from composer_prime.broadcast.manifest import delete_version
 from composer_prime.configs.shared import StoreConfig
 from composer_prime.store import Store
 from composer_prime.errors import UserError
@@ -70,7 +71,7 @@ def test_each_role_can_do_its_part_and_nothing_else(s3, monkeypatch):
                        (publisher, "rollouts/w/b.msgpack")):
         with pytest.raises(PermissionError):
             store.read_bytes(key)
-    versions.delete_version(0)  # the publisher prunes old versions
+    delete_version(versions, 0)  # the publisher prunes old versions
     assert not admin.exists("broadcasts/step_0/shards/0")
 
 

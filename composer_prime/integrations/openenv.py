@@ -7,12 +7,12 @@
         obs = env.step({"tool_calls": [{"name": "submit", "arguments": "{}"}]})
         obs.reward, obs.done
 
-Any verifiers v1 taskset our orchestrator loads works (`orchestrator/envs.py` `load_environment`), with
+Any verifiers v1 taskset our orchestrator loads works (`rollout/envs.py` `load_environment`), with
 the same sandbox and grading: a single-turn task (reverse-text) is scored by `Environment.score` on the
 one reply, exactly as a completion is; a task with tools (feature-deletion) opens its `ToolSession` on
 reset, every tool call of a step runs in it, and the episode is graded by `session.finish` when the agent
 ends it (`submit`), replies without a tool call, or reaches `max_turns`, the orchestrator's rules
-(`orchestrator/multiturn.py`). A client sees the prompt, the tools, tool outputs, reward and metrics;
+(`rollout/multi_turn.py`). A client sees the prompt, the tools, tool outputs, reward and metrics;
 never the task row (its gold files stay on the server).
 """
 

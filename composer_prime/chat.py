@@ -21,6 +21,21 @@ class ToolCall(BaseModel):
     arguments: str = "{}"
     """The call's arguments as the model wrote them (a JSON object, as a string; may be malformed)."""
 
+    @classmethod
+    def from_openai(cls, call: dict) -> ToolCall:
+        """An OpenAI `tool_calls` entry (`{"id", "function": {"name", "arguments"}}`, or the flat form some logs
+        keep), arguments given as a string or an object."""
+        function = call.get("function") or {}
+        return cls(id=call.get("id"), name=function.get("name") or call.get("name"),
+                   arguments=arguments_json(function.get("arguments", call.get("arguments"))))
+
+
+def arguments_json(arguments) -> str:
+    """Tool-call arguments as a JSON string (logs and clients give them either way)."""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
+
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -147,8 +147,7 @@ def _template_message(message: dict[str, Any]) -> dict[str, Any]:
     calls = message.get("tool_calls")
     if message.get("role") != "assistant" or not calls:
         return message
-    written = render_tool_calls([ToolCall(id=c.get("id"), name=c["function"]["name"],
-                                          arguments=c["function"].get("arguments") or "{}") for c in calls])
+    written = render_tool_calls([ToolCall.from_openai(c) for c in calls])
     text = "\n".join(part for part in (message.get("content"), written) if part)
     return {k: v for k, v in message.items() if k != "tool_calls"} | {"content": text}
 

@@ -126,13 +126,6 @@ def text_of(content, report: IngestReport | None = None) -> str | None:
     return str(content)
 
 
-def arguments_json(arguments) -> str:
-    """Tool-call arguments as a JSON string (logs store them either way)."""
-    if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
-
-
 def action_of(message: ChatMessage) -> Action | None:
     """The message as an action; None when it does nothing (empty text, no calls)."""
     content = message.content if message.content and message.content.strip() else None

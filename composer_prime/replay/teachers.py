@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from composer_prime.chat import Action, ToolCall
+from composer_prime.chat import Action, ToolCall, arguments_json
 from composer_prime.configs.replay import RetryConfig, TeacherConfig
 from composer_prime.errors import UserError
 from composer_prime.pairs import TeacherAnswer
@@ -40,7 +40,7 @@ from composer_prime.replay.agreement import parse_text_action
 from composer_prime.replay.budget import Budget, BudgetExhausted
 from composer_prime.replay.cache import AnswerCache
 from composer_prime.replay.render import request_messages
-from composer_prime.replay.steps import Step, arguments_json, digest
+from composer_prime.replay.steps import Step, digest
 
 _RETRY_STATUS = {408, 409, 429}
 

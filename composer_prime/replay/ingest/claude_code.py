@@ -44,9 +44,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from composer_prime.chat import ChatMessage, ToolCall
+from composer_prime.chat import ChatMessage, ToolCall, arguments_json
 from composer_prime.replay.steps import (
-    PART_SEPARATOR, IngestReport, Step, arguments_json, json_records, steps_from_conversation, text_of,
+    PART_SEPARATOR, IngestReport, Step, json_records, steps_from_conversation, text_of,
 )
 
 FORMAT = "claude-code"

@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from composer_prime.chat import ChatMessage, ToolCall
+from composer_prime.chat import ChatMessage, ToolCall, arguments_json
 from composer_prime.replay.steps import (
-    IngestReport, Step, arguments_json, json_records, steps_from_conversation, text_of,
+    IngestReport, Step, json_records, steps_from_conversation, text_of,
 )
 
 FORMAT = "codex"

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from composer_prime.chat import ChatMessage, ToolCall
 from composer_prime.replay.steps import (
-    IngestReport, Step, arguments_json, json_records, steps_from_conversation, text_of,
+    IngestReport, Step, json_records, steps_from_conversation, text_of,
 )
 
 FORMAT = "openai-chat"
@@ -43,11 +43,7 @@ def message_from_openai(raw: dict, report: IngestReport | None = None) -> ChatMe
         raise ValueError(f"role {raw.get('role')!r}")
     calls = None
     if raw.get("tool_calls"):
-        calls = []
-        for call in raw["tool_calls"]:
-            function = call.get("function") or {}
-            calls.append(ToolCall(id=call.get("id"), name=function.get("name") or call.get("name"),
-                                  arguments=arguments_json(function.get("arguments", call.get("arguments")))))
+        calls = [ToolCall.from_openai(call) for call in raw["tool_calls"]]
     return ChatMessage(role=ROLES[raw["role"]], content=text_of(raw.get("content"), report), tool_calls=calls,
                        tool_call_id=raw.get("tool_call_id"))
 

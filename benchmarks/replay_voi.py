@@ -16,9 +16,13 @@ Which models:
   teachers better than it. SFT of the quickstart's tiny model on reverse-text demonstrations,
   built into DIR on first use, then reused. Calibrated, not counted (tests/replay/calibration.py):
   each model saves a checkpoint every 100 SFT steps and is scored on 64 held-out prompts (greedy
-  exact match, the `eval` command's code); the student is its first checkpoint inside
-  `--student-band`, each teacher (seeds 1, 2, 3) its first checkpoint at least `--teacher-margin`
-  above the student. Checkpoints are scored as the SFT writes them and the SFT is stopped at the one
+  exact match, the `eval` command's code); the student (SFT seed 2) is its first checkpoint inside
+  `--student-band` whose uncertainty ranks its own mistakes (AUROC of the gate's signal, its mean
+  token entropy, against its wrong greedy answers on 256 held-out prompts, at least
+  `--student-auroc`), each teacher (seeds 1, 6, 3) its first checkpoint at least
+  `--teacher-margin` above the student. The AUROC is part of the target because the gate can only
+  work for a calibrated student: seed 6's first checkpoint in the band (0.69, caught mid-transition)
+  ranked its mistakes at 0.72 and the gate kept 44 % of the pairs. Checkpoints are scored as the SFT writes them and the SFT is stopped at the one
   chosen, so a model trains only as far as its target needs (SFT_MODELS caps the steps); the
   teachers, whose target is known once the student is chosen, train side by side. The
   calibration reached is printed and in the report; a model that misses its target stops the build
@@ -68,9 +72,10 @@ from composer_prime.replay.main import run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # name -> (seed, most SFT steps); training stops at the step chosen by held-out score (see the docstring)
-SFT_MODELS = {"student": (6, 2000), "alpha": (1, 4000), "beta": (2, 4000), "gamma": (3, 4000)}
+SFT_MODELS = {"student": (2, 2000), "alpha": (1, 4000), "beta": (6, 4000), "gamma": (3, 4000)}
 SAVE_EVERY = 100
-STUDENT_BAND, TEACHER_MARGIN = (0.6, 0.85), 0.1
+STUDENT_BAND, TEACHER_MARGIN, STUDENT_AUROC = (0.6, 0.85), 0.1, 0.85
+AUROC_PROMPTS = 256
 
 
 def held_out_exact(model: Path, work: Path) -> float:
@@ -78,6 +83,39 @@ def held_out_exact(model: Path, work: Path) -> float:
     config = EvalCommandConfig(model={"path": str(model)}, env={"id": "reverse-text"}, temperature=0.0, k=1,
                                num_examples=64)
     return run_eval(config, work).solved
+
+
+def uncertainty_auroc(model: Path) -> float:
+    """How well the gate's signal finds this model's mistakes: the AUROC of its mean token entropy over
+    its own greedy answer (end of turn included, the formula of replay/voi.py, computed here in-process)
+    against the answer being wrong, on the first AUROC_PROMPTS held-out reverse-text prompts. 0.5 is
+    chance; 1.0 puts every wrong answer above every right one."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from composer_prime.configs.rollout import EnvConfig
+    from composer_prime.rollout.envs import load_environment
+
+    env = load_environment(EnvConfig(id="reverse-text"))
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    net = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
+    entropies, wrong = [], []
+    for example in env.examples("eval")[:AUROC_PROMPTS]:
+        prompt = list(tokenizer.apply_chat_template(example.prompt, add_generation_prompt=True, tokenize=True))
+        with torch.no_grad():
+            out = net.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                               max_new_tokens=24, do_sample=False, pad_token_id=tokenizer.eos_token_id)
+            action = out[0, len(prompt):].tolist()
+            logits = net(torch.tensor([prompt + action])).logits[0, len(prompt) - 1:-1]
+        logp = logits.log_softmax(-1)
+        entropies.append(float(-(logp.exp() * logp).sum(-1).mean()))
+        answer = tokenizer.decode(action, skip_special_tokens=True)
+        wrong.append(asyncio.run(env.score(example, answer)).metrics["exact_match"] < 1.0)
+    right = [h for h, w in zip(entropies, wrong) if not w]
+    mistakes = [h for h, w in zip(entropies, wrong) if w]
+    if not right or not mistakes:
+        return float("nan")  # nothing to rank: a model right (or wrong) on every prompt is not in any band
+    return sum((m > r) + 0.5 * (m == r) for m in mistakes for r in right) / (len(mistakes) * len(right))
 
 
 def _checkpoint(run_dir: Path, steps: int, step: int) -> Path:
@@ -97,27 +135,35 @@ def _training(name: str, seed: int, steps: int, out: Path, tiny: Path) -> Callab
     return start
 
 
-def sft_models(out: Path, band: Band, margin: float) -> tuple[dict[str, Path], list[Reached]]:
+def sft_models(out: Path, band: Band, margin: float, min_auroc: float) -> tuple[dict[str, Path], list[Reached]]:
     """The four SFT models in `out`, each the first checkpoint that meets its held-out target."""
     tiny = out / "tiny-model"
     if not (tiny / "config.json").exists():
         subprocess.run([Path(sys.executable).parent / "tiny-model", "@", ROOT / "configs/quickstart/tiny_model.toml",
                         "--output-dir", tiny], check=True)
     record = out / "calibration.json"
-    scores: dict[str, dict[str, float]] = json.loads(record.read_text()) if record.exists() else {}
-    for name in SFT_MODELS:
-        scores.setdefault(name, {})
+    seeds = {name: seed for name, (seed, _) in SFT_MODELS.items()}
+    saved = json.loads(record.read_text()) if record.exists() else {"seeds": seeds}
+    if saved.get("seeds") != seeds:
+        raise CalibrationFailed(f"{out} holds models of other SFT seeds ({saved.get('seeds')}; this build trains "
+                                f"{seeds}): give --sft-models a new directory")
+    measures = {"exact": held_out_exact, "auroc": lambda model, _work: uncertainty_auroc(model)}
+    for measure in measures:
+        saved.setdefault(measure, {})
+        for name in SFT_MODELS:
+            saved[measure].setdefault(name, {})
     recording = threading.Lock()  # the teachers are scored from their own threads
 
-    def scorer(name: str, path_of: Callable[[int], Path]) -> Callable[[int], float]:
+    def scorer(name: str, path_of: Callable[[int], Path], measure: str = "exact") -> Callable[[int], float]:
         def score(step: int) -> float:
-            known = scores[name]
+            known = saved[measure][name]
             if str(step) not in known:
-                value = held_out_exact(path_of(step), out / "eval" / name)
+                value = measures[measure](path_of(step), out / "eval" / name)
                 with recording:
                     known[str(step)] = value
-                    record.write_text(json.dumps(scores, indent=1))
-            print(f"calibrating {name}: step {step} held-out greedy exact {known[str(step)]:.3f}", flush=True)
+                    record.write_text(json.dumps(saved, indent=1))
+            label = "held-out greedy exact" if measure == "exact" else "uncertainty AUROC on its mistakes"
+            print(f"calibrating {name}: step {step} {label} {known[str(step)]:.3f}", flush=True)
             return known[str(step)]
         return score
 
@@ -126,15 +172,20 @@ def sft_models(out: Path, band: Band, margin: float) -> tuple[dict[str, Path], l
         path_of = partial(_checkpoint, out / name, steps)
         train = _training(name, seed, steps, out, tiny)
         with closing(trained_checkpoints(range(SAVE_EVERY, steps + 1, SAVE_EVERY), path_of, train)) as checkpoints:
-            chosen = choose(name, checkpoints, scorer(name, path_of))
+            chosen = choose(name, checkpoints, scorer(name, path_of), path_of=path_of)
         return path_of(chosen.step), chosen
 
-    student_path, student = calibrate("student", partial(first_in_band, band=band))
+    def student_target(name, checkpoints, score, path_of) -> Reached:
+        return first_in_band(name, checkpoints, score, band, auroc=scorer(name, path_of, "auroc"), min_auroc=min_auroc)
+
+    def teacher_target(name, checkpoints, score, path_of) -> Reached:
+        return first_above(name, checkpoints, score, floor=student.score + margin)
+
+    student_path, student = calibrate("student", student_target)
     # Once the student is chosen the teachers' targets are known and independent: trained side by side.
     teachers = [name for name in SFT_MODELS if name != "student"]
     with ThreadPoolExecutor(len(teachers)) as pool:
-        chosen = list(pool.map(lambda name: calibrate(name, partial(first_above, floor=student.score + margin)),
-                               teachers))
+        chosen = list(pool.map(lambda name: calibrate(name, teacher_target), teachers))
     models = {"student": student_path} | {name: path for name, (path, _) in zip(teachers, chosen, strict=True)}
     return models, [student, *(reached for _, reached in chosen)]
 
@@ -156,6 +207,9 @@ def main() -> None:
                         help="with --sft-models: the student's held-out greedy exact match must fall in this band")
     parser.add_argument("--teacher-margin", type=float, default=TEACHER_MARGIN,
                         help="with --sft-models: each teacher's held-out exact match must beat the student's by this")
+    parser.add_argument("--student-auroc", type=float, default=STUDENT_AUROC,
+                        help="with --sft-models: the student's uncertainty must rank its own held-out mistakes at "
+                             "least this well (AUROC)")
     parser.add_argument("--tiered", action="store_true",
                         help="also run with the first teacher in tier 0 and the others in tier 1, ungated and gated")
     parser.add_argument("--student", type=Path, default=None,
@@ -168,7 +222,8 @@ def main() -> None:
     reached: list[Reached] = []
     if args.sft_models:
         try:
-            models, reached = sft_models(args.sft_models, Band(*args.student_band), args.teacher_margin)
+            models, reached = sft_models(args.sft_models, Band(*args.student_band), args.teacher_margin,
+                                         args.student_auroc)
         except CalibrationFailed as exc:
             raise SystemExit(f"calibration failed: {exc}") from None
         for model in reached:
@@ -214,7 +269,8 @@ def main() -> None:
     report = {"steps": args.steps, "seed": args.seed, "student_temperature": args.student_temperature,
               "similarity": args.similarity, "gate": {k: v for k, v in voi.items() if k != "student_url"},
               "ungated": {"calls": ungated["calls"], "pairs": len(ungated["pairs"])},
-              "calibration": {m.name: {"step": m.step, "held_out_exact": m.score, "target": m.target} for m in reached}}
+              "calibration": {m.name: {"step": m.step, "held_out_exact": m.score, "uncertainty_auroc": m.auroc,
+                                          "target": m.target} for m in reached}}
     for label, result in results.items():
         if label == "ungated":
             continue

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "replay"))
 
-from replay_voi import STUDENT_BAND, TEACHER_MARGIN, sft_models  # noqa: E402
+from replay_voi import STUDENT_AUROC, STUDENT_BAND, TEACHER_MARGIN, sft_models  # noqa: E402
 from calibration import Band  # noqa: E402
 from servers import inference_server, student_trace, teacher  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
@@ -90,7 +90,7 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="replay-voi-signals-"))
     if args.sft_models:
-        models, _ = sft_models(args.sft_models, Band(*STUDENT_BAND), TEACHER_MARGIN)
+        models, _ = sft_models(args.sft_models, Band(*STUDENT_BAND), TEACHER_MARGIN, STUDENT_AUROC)
     elif args.teachers:
         models = {"student": args.student, **dict(zip(("alpha", "beta", "gamma"), args.teachers))}
     else:

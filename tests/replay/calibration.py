@@ -6,7 +6,10 @@ whose position moves with the CPU's float rounding, so the same 1000 steps gave 
 one machine and a 100 % one on another (issue 21). Instead a run saves checkpoints as it trains and
 the first checkpoint whose held-out score meets the target is the model:
 - the student: the first checkpoint whose score is inside a band (`Band`), so that it is right on
-  most steps and teachers can still disagree with it;
+  most steps and teachers can still disagree with it, and, when asked, whose uncertainty ranks its
+  own held-out mistakes (an AUROC at least a floor): a gate on the student's uncertainty (replay/voi.py)
+  can only find the steps it got wrong if it is calibrated, and a checkpoint caught mid-transition
+  often is not (the VOI build's first student in band, 0.69 exact, ranked its mistakes at 0.72);
 - each teacher: the first checkpoint that beats the chosen student by a margin.
 Checkpoints are scored lazily, in training order, and scoring stops at the first that fits (the
 build stops training there too: `checkpoints` may be written while they are scored). A
@@ -51,28 +54,42 @@ class Reached:
     target: str
     scores: tuple[tuple[int, float], ...]
     """Every (step, score) evaluated, in order, up to the chosen one."""
+    auroc: float | None = None
+    """The chosen checkpoint's uncertainty AUROC on its own held-out mistakes, when that was a target."""
 
     def line(self) -> str:
-        return f"{self.name}: step {self.step}, held-out {self.score:.3f} (target {self.target})"
+        auroc = "" if self.auroc is None else f", uncertainty AUROC {self.auroc:.3f}"
+        return f"{self.name}: step {self.step}, held-out {self.score:.3f}{auroc} (target {self.target})"
 
 
-def _seen(scores: list[tuple[int, float]]) -> str:
-    return ", ".join(f"{step}:{score:.2f}" for step, score in scores) or "none"
+def _seen(scores: list[tuple[int, float]], aurocs: dict[int, float] | None = None) -> str:
+    aurocs = aurocs or {}
+    return ", ".join(f"{step}:{score:.2f}" + (f" (AUROC {aurocs[step]:.2f})" if step in aurocs else "")
+                     for step, score in scores) or "none"
 
 
-def first_in_band(name: str, checkpoints: Iterable[int], score: Callable[[int], float], band: Band) -> Reached:
-    """The first checkpoint (in training order) whose score is inside `band`."""
+def first_in_band(name: str, checkpoints: Iterable[int], score: Callable[[int], float], band: Band,
+                  auroc: Callable[[int], float] | None = None, min_auroc: float = 0.0) -> Reached:
+    """The first checkpoint (in training order) whose score is inside `band` and, with `auroc`, whose
+    uncertainty AUROC (asked only of checkpoints in the band) is at least `min_auroc`."""
     seen: list[tuple[int, float]] = []
+    aurocs: dict[int, float] = {}
+    target = f"in {band}" + (f", AUROC >= {min_auroc:.2f}" if auroc else "")
     for step in checkpoints:
         value = score(step)
         seen.append((step, value))
         if band.low <= value <= band.high:
-            return Reached(name, step, value, f"in {band}", tuple(seen))
+            if auroc is None:
+                return Reached(name, step, value, target, tuple(seen))
+            aurocs[step] = auroc(step)
+            if aurocs[step] >= min_auroc:
+                return Reached(name, step, value, target, tuple(seen), aurocs[step])
         if value > band.high:
+            uncalibrated = " with no checkpoint in it calibrated" if aurocs else ""
             raise CalibrationFailed(
-                f"{name} jumped over the band {band} (held-out score by step: {_seen(seen)}): "
+                f"{name} jumped over the band {band}{uncalibrated} (held-out score by step: {_seen(seen, aurocs)}): "
                 f"save checkpoints more often or widen the band")
-    raise CalibrationFailed(f"{name} never reached the band {band} (held-out score by step: {_seen(seen)}): "
+    raise CalibrationFailed(f"{name} never reached the band {band} (held-out score by step: {_seen(seen, aurocs)}): "
                             f"train longer or lower the band")
 
 

@@ -63,6 +63,26 @@ def test_a_student_that_never_reaches_the_band_stops_the_build():
         first_in_band("student", sorted(flat), Scorer(flat), Band(0.6, 0.85))
 
 
+def test_a_student_in_the_band_whose_uncertainty_misses_its_mistakes_is_passed_over():
+    # 700 is in the band but caught mid-transition (its entropy ranks its mistakes at 0.72): 800 is chosen
+    auroc = Scorer({700: 0.72, 800: 0.95})
+    reached = first_in_band("student", sorted(CURVE), Scorer(CURVE), Band(0.6, 0.85), auroc=auroc, min_auroc=0.85)
+    assert (reached.step, reached.score, reached.auroc) == (800, 0.79, 0.95)
+    assert auroc.asked == [700, 800]  # asked only of checkpoints in the band
+    assert reached.line() == ("student: step 800, held-out 0.790, uncertainty AUROC 0.950 "
+                              "(target in [0.60, 0.85], AUROC >= 0.85)")
+
+
+def test_a_student_with_no_calibrated_checkpoint_in_the_band_stops_the_build():
+    with pytest.raises(CalibrationFailed) as failed:
+        first_in_band("student", sorted(CURVE), Scorer(CURVE), Band(0.6, 0.85),
+                      auroc=Scorer({700: 0.72, 800: 0.6}), min_auroc=0.85)
+    assert str(failed.value) == (
+        "student jumped over the band [0.60, 0.85] with no checkpoint in it calibrated (held-out score by step: "
+        "100:0.00, 200:0.02, 300:0.05, 400:0.11, 500:0.28, 600:0.47, 700:0.66 (AUROC 0.72), 800:0.79 (AUROC 0.60), "
+        "900:0.90): save checkpoints more often or widen the band")
+
+
 def test_teachers_train_until_they_beat_the_student():
     student = first_in_band("student", sorted(CURVE), Scorer(CURVE), Band(0.6, 0.85))
     score = Scorer(CURVE)

@@ -127,3 +127,51 @@ def test_vf_eval_against_our_inference_server_gold_1_noop_0(tiny_tasks, tmp_path
     called = [c["name"] for node in traces[gold.id]["nodes"] for c in (node["message"].get("tool_calls") or [])]
     assert called == [step["tool"] for step in gold_script(gold)]
     assert traces[gold.id]["metrics"]["tool_errors"] == 0 and traces[gold.id]["stop_condition"] == "submitted"
+
+
+@pytest.mark.slow
+def test_vf_eval_runs_the_quickstart_model_against_our_inference_server(tiny_tasks, tmp_path):
+    """A real model, not a script: the quickstart's warm start served by `inference` (transformers backend)
+    under vf-eval. Its context is 512 positions and a Feature Deletion prompt with its tool schemas is
+    longer, so it runs from a copy whose config allows 4096: Qwen3 has rotary positions and no learned
+    position table, so the same weights run on the longer context (they were never trained there). A
+    reverse-text model does not restore features (here it answers with letters in one turn and calls no
+    tool): the run must still end, graded, with the reward and every metric present and no feature restored."""
+    import asyncio
+    import shutil
+
+    from composer_prime.configs.inference import InferenceConfig
+    from composer_prime.configs.shared import LogConfig, ModelConfig
+    from composer_prime.eval.server import inference_server, wait_ready
+    from composer_prime.inference.client import InferenceClient
+    from composer_prime.utils.net import free_port
+
+    rows, tasks_dir, _ = tiny_tasks
+    model = tmp_path / "quickstart-4096"
+    shutil.copytree(Path(__file__).resolve().parents[3] / "configs/quickstart/warmstart", model)
+    config_json = json.loads((model / "config.json").read_text())
+    config_json["max_position_embeddings"] = 4096
+    (model / "config.json").write_text(json.dumps(config_json))
+    port = free_port()
+    config = InferenceConfig(model=ModelConfig(path=str(model)), port=port, log=LogConfig(progress=False))
+
+    async def ready(child):
+        async with InferenceClient(f"http://127.0.0.1:{port}") as client:
+            return await wait_ready(client, child, timeout_s=120)
+
+    with inference_server(config, tmp_path / "server") as child:
+        asyncio.run(ready(child))
+        command = [str(BIN / "vf-eval"), "feature-deletion", "-m", "quickstart", "--client.base-url",
+                   f"http://127.0.0.1:{port}/v1", "--client.api-key-var", "FD_TEST_NO_KEY",
+                   "--env.agent.runtime.type", "subprocess", "--no-push", "--sampling.max-tokens", "64",
+                   "--sampling.temperature", "1.0",
+                   "--env.taskset.tasks-path", str(tasks_dir / "tasks.jsonl"), "-n", "2", "-o", str(tmp_path / "out")]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    traces = _traces(tmp_path / "out")
+    assert set(traces) == {row.id for row in rows[:2]}
+    for trace in traces.values():
+        assert trace["rewards"]["tests_pass"]["score"] == 0.0 and GRADING_METRICS <= set(trace["metrics"])
+        assert trace["metrics"]["f2p_passed"] == 0
+        assert any(node["message"]["role"] == "assistant" and node["message"].get("content")
+                   for node in trace["nodes"])  # the model answered: a real generation, graded

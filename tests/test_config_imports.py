@@ -118,6 +118,7 @@ CONFIG_FILES = {
     "composed/sft.toml": (SFT, ()),
     "composed/sft_hints.toml": (SFT, ()),
     "feature_deletion/rl.toml": (RL, ()),
+    "feature_deletion/rl_scripted.toml": (RL, ()),
     "decentralised/orchestrator.toml": ("composer_prime.configs.orchestrator.OrchestratorConfig", ()),
     "decentralised/trainer.toml": ("composer_prime.configs.trainer.TrainerConfig", ()),
     "diloco/two_sites.toml": ("composer_prime.diloco.toy.ToySiteConfig", ()),

@@ -1,4 +1,5 @@
 """`uv run eval --model.path DIR`: mean reward and pass@k of a model on an environment's eval split.
+A tool environment (feature-deletion) is evaluated with multi-turn rollouts, as rl trains and evaluates it.
 
 Starts its own inference server on a free port, runs the held-out evaluation an rl run uses
 (composer_prime.heldout.evaluate), prints one line, appends it to <output_dir>/metrics.jsonl
@@ -43,7 +44,8 @@ def run_eval(config: EvalCommandConfig, work_dir: Path) -> EvalResult:
             sampling = SamplingConfig(temperature=config.temperature, max_tokens=config.max_tokens)
             return await evaluate(client, env, tokenizer, examples, sampling, k=config.k, samples_per_prompt=config.n,
                                   success_metric=config.success_metric, pass_threshold=config.pass_threshold,
-                                  seed=config.seed, max_concurrent=config.max_concurrent)
+                                  seed=config.seed, max_concurrent=config.max_concurrent,
+                                  max_turns=config.max_turns, seq_len=config.seq_len)
 
     with inference_server(server_config, work_dir) as child:
         return asyncio.run(_run(child))

@@ -3,7 +3,8 @@
 The task's own verdict (e.g. exact match), pass@k, reward and answer length on held-out prompts at the
 start (served version), every eval.interval steps, and at the end on version max_steps, sampled at
 eval.temperature and greedily, with the weights held still (WeightSync.frozen); then the headline
-(heldout/headline.py), with a warning when the reward rose while the verdict fell.
+(heldout/headline.py), with a warning when the reward rose while the verdict fell. A tool environment's
+held-out tasks run the training rollouts' multi-turn loop (max_turns, seq_len), with turns and tool errors.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import logging
 
 from transformers import PreTrainedTokenizerBase
 
-from composer_prime.errors import UserError
 from composer_prime.heldout.evaluate import evaluate, held_out_examples
 from composer_prime.heldout.headline import headline
 from composer_prime.inference.client import InferenceClient
@@ -28,9 +28,6 @@ logger = logging.getLogger("composer_prime.orchestrator")
 class InRunEval:
     def __init__(self, config: OrchestratorConfig, env: Environment, tokenizer: PreTrainedTokenizerBase,
                  client: InferenceClient, weights: WeightSync, metrics: MetricsLogger):
-        if env.multi_turn:
-            raise UserError(f"environment {env.id} is multi-turn (tools): held-out eval runs single-turn "
-                            "rollouts only; set orchestrator.eval.num_examples = 0")
         self.config, self.env, self.tokenizer = config, env, tokenizer
         self.client, self.weights, self.metrics = client, weights, metrics
         self.examples = held_out_examples(env, config.eval.num_examples)
@@ -49,7 +46,7 @@ class InRunEval:
                 result = await evaluate(
                     self.client, self.env, self.tokenizer, self.examples, sampling, k=k, samples_per_prompt=n,
                     success_metric=ev.success_metric, pass_threshold=ev.pass_threshold, seed=cfg.seed,
-                    max_concurrent=cfg.max_concurrent,
+                    max_concurrent=cfg.max_concurrent, max_turns=cfg.max_turns, seq_len=cfg.seq_len,
                 )
                 record |= result.metrics(prefix)
                 record["eval/verdict"] = result.verdict

@@ -27,8 +27,8 @@ from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.orchestrator.source import CollectedStep, StepStats
 from composer_prime.orchestrator.weight_sync import WeightSync
 from composer_prime.rollout.envs import Environment, Example
-from composer_prime.rollout.multi_turn import ToolGroup, tool_rollout_group
-from composer_prime.rollout.single_turn import Group, prompt_index, request_seed, rollout_group
+from composer_prime.rollout.multi_turn import ToolGroup, env_rollout_group
+from composer_prime.rollout.single_turn import Group, prompt_index, request_seed
 
 
 class InferenceSource:
@@ -47,11 +47,8 @@ class InferenceSource:
 
     async def rollout(self, example: Example, seed: int) -> Group | ToolGroup:
         cfg = self.config
-        if self.env.multi_turn:
-            return await tool_rollout_group(self.client, self.env, self.tokenizer, example, cfg.sampling,
-                                            n=cfg.group_size, max_turns=cfg.max_turns, seq_len=cfg.seq_len, seed=seed)
-        return await rollout_group(self.client, self.env, self.tokenizer, example, cfg.sampling, n=cfg.group_size,
-                                   seed=seed)
+        return await env_rollout_group(self.client, self.env, self.tokenizer, example, cfg.sampling, n=cfg.group_size,
+                                       max_turns=cfg.max_turns, seq_len=cfg.seq_len, seed=seed)
 
     async def collect_group(self, step: int, slot: int, stats: StepStats) -> tuple[Group | ToolGroup, list[float]]:
         cfg = self.config

@@ -3,7 +3,7 @@
 For step N's groups and their advantages, in this order:
   1. their samples packed into one TrainBatch per trainer rank (packing.py);
   2. the step's metrics: reward, lengths, truncation, the environment's own metrics (env/*), off-policy
-     lag, drops, the rollouts' errors, and the source's own (StepStats.extra);
+     lag, drops, the rollouts' errors (tool_errors: per tool rollout), and the source's own (StepStats.extra);
   3. with hints on, hint sites (channel 2) picked from the rollouts' traces (hint_sites.py);
   4. the traces, then the step (step_io.write_step: atomic, mirrored to the step store), then the metrics.
 Traces are written before the step: a complete step always has its traces.
@@ -23,7 +23,7 @@ from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites,
 from composer_prime.orchestrator.packing import Sample, pack_step
 from composer_prime.orchestrator.source import CollectedStep
 from composer_prime.orchestrator.step_io import write_step
-from composer_prime.rollout.multi_turn import ToolGroup
+from composer_prime.rollout.multi_turn import ToolGroup, tool_errors
 from composer_prime.rollout.single_turn import Group, answer_lengths
 from composer_prime.traces import write_traces
 from composer_prime.utils.metrics import MetricsLogger
@@ -60,6 +60,7 @@ def step_metrics(step: int, collected: CollectedStep, num_loss_tokens: int) -> d
         "num_loss_tokens": num_loss_tokens,
     }
     record |= answer_lengths([g for g in groups if isinstance(g, Group)])
+    record |= tool_errors([g for g in groups if isinstance(g, ToolGroup)])
     names = sorted({name for g in groups for m in g.metrics for name in m})
     for name in names:
         record[f"env/{name}"] = float(np.mean([m[name] for g in groups for m in g.metrics if name in m]))

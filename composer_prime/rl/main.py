@@ -32,11 +32,14 @@ console = Console(stderr=True)
 
 def preflight(config: RLConfig) -> None:
     """Fail fast, before any process exists, on the mistakes users make most."""
+    from composer_prime.heldout.evaluate import held_out_examples
     from composer_prime.model.load import load_tokenizer
     from composer_prime.rollout.envs import load_environment
 
     load_tokenizer(config.model)
-    load_environment(config.orchestrator.env)
+    env = load_environment(config.orchestrator.env)
+    if config.orchestrator.eval.num_examples:
+        held_out_examples(env, config.orchestrator.eval.num_examples)  # an empty eval split, before any process
     check_port_free(config.inference.host, config.inference.port)
 
 

@@ -125,6 +125,7 @@ class Environment:
 
     @staticmethod
     def open_session(example: Example) -> ToolSession:
+        """A fresh session; RuntimeError or OSError when it cannot start (its sandbox, say): the run stops there."""
         return example.task.open_session()
 
     async def score(self, example: Example, completion: str) -> Score:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import httpx
@@ -29,10 +30,11 @@ from transformers import PreTrainedTokenizerBase
 
 from composer_prime.chat import ChatMessage
 from composer_prime.configs.rollout import SamplingConfig
+from composer_prime.errors import UserError
 from composer_prime.rollout.conversation import TemplateMismatch, TokenConversation
 from composer_prime.rollout.envs import Environment, Example
 from composer_prime.rollout.sampler import Sampler, generate_request
-from composer_prime.rollout.single_turn import request_seed
+from composer_prime.rollout.single_turn import Group, request_seed, rollout_group
 from composer_prime.tool_calls import parse_turn, tool_names
 from composer_prime.traces import ErrorRecord
 
@@ -99,6 +101,13 @@ class ToolGroup:
         return [r.metrics for r in self.rollouts]
 
 
+def tool_errors(groups: Sequence[ToolGroup]) -> dict[str, float]:
+    """`tool_errors`: structured errors per rollout, the environment's records and the calls the parser refused
+    (which the environment never sees; turns are in every rollout's metrics already). Empty without tool groups."""
+    rollouts = [r for g in groups for r in g.rollouts]
+    return {"tool_errors": sum(len(r.errors) for r in rollouts) / len(rollouts)} if rollouts else {}
+
+
 def _assistant_turn(messages: list[ChatMessage], turn: int) -> int | None:
     """`turn` when it is an assistant message, else the closest assistant message before it."""
     for i in range(min(turn, len(messages) - 1), -1, -1):
@@ -120,7 +129,12 @@ async def tool_rollout(sampler: Sampler, env: Environment, tokenizer: PreTrained
                        sampling: SamplingConfig, *, max_turns: int, seq_len: int, seed: int | None = None
                        ) -> ToolRollout:
     start = time.perf_counter()
-    session = await asyncio.to_thread(env.open_session, example)
+    try:
+        session = await asyncio.to_thread(env.open_session, example)
+    except (RuntimeError, OSError) as exc:
+        # A session that cannot start (its sandbox, say) would fail every rollout alike: stop the run in one
+        # line instead of training or evaluating on zero rewards.
+        raise UserError(f"environment {env.id}: cannot open a tool session for {example.id}: {exc}") from None
     try:
         tools = list(session.tools)
         conversation = TokenConversation(tokenizer, example.prompt, tools)
@@ -214,3 +228,14 @@ async def tool_rollout_group(sampler: Sampler, env: Environment, tokenizer: PreT
         for i in range(n)
     ))
     return ToolGroup(example=example, rollouts=list(rollouts), total_s=time.perf_counter() - start)
+
+
+async def env_rollout_group(sampler: Sampler, env: Environment, tokenizer: PreTrainedTokenizerBase, example: Example,
+                            sampling: SamplingConfig, *, n: int, max_turns: int, seq_len: int, seed: int | None = None
+                            ) -> Group | ToolGroup:
+    """`n` rollouts of one example as its environment runs them: multi-turn with tool sessions, else one `generate`
+    call (training and held-out eval both come through here, so they roll out alike)."""
+    if env.multi_turn:
+        return await tool_rollout_group(sampler, env, tokenizer, example, sampling, n=n, max_turns=max_turns,
+                                        seq_len=seq_len, seed=seed)
+    return await rollout_group(sampler, env, tokenizer, example, sampling, n=n, seed=seed)

@@ -100,7 +100,8 @@ class Grade:
     def metrics(self) -> dict[str, float]:
         return {"f2p_passed": self.f2p_passed, "f2p_total": self.f2p_total, "p2p_passed": self.p2p_passed,
                 "p2p_total": self.p2p_total, "f2p_fraction": self.f2p_passed / max(1, self.f2p_total),
-                "p2p_broken": self.p2p_total - self.p2p_passed, "invalid_submission": float(bool(self.invalid)),
+                "p2p_broken": self.p2p_total - self.p2p_passed, "resolved": float(self.reward == 1.0),
+                "invalid_submission": float(bool(self.invalid)),
                 "grading_timed_out": float(self.timed_out)}
 
     def to_dict(self) -> dict:

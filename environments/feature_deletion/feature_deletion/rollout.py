@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from feature_deletion.grading import Grade, grade
-from feature_deletion.sandbox import Limits
+from feature_deletion.sandbox import START_S, Limits, check_start
 from feature_deletion.scope import Invalid
 from feature_deletion.task import TaskRow, runner_for
 from feature_deletion.tools import Workspace, error_record
@@ -81,7 +81,8 @@ class ToolSession:
 
     `run_rollout` drives one over an OpenAI-compatible endpoint; an RL orchestrator that renders
     and samples tokens itself drives one directly: `call` each tool call of assistant message
-    `turn`, stop when `done` (submitted), then `finish` grades a fresh copy of the agent's changes.
+    `turn`, stop when `done` (submitted), then `finish` grades a fresh copy of the agent's changes. A sandbox
+    that cannot run the task's python raises SandboxUnavailable here, once, instead of failing every test run.
 
         with ToolSession(row, tasks_dir) as session:
             text = session.call("read_file", '{"path": "setup.py"}', turn=2)
@@ -95,6 +96,7 @@ class ToolSession:
         self.row, self.tasks_dir, self.isolation = row, Path(tasks_dir), isolation
         self.runner = runner or runner_for(row)
         self.limits = limits or Limits()
+        check_start(self.runner, isolation, min(self.limits.wall_s, START_S))  # SandboxUnavailable, before any work
         self.workspace = Workspace(row, self.tasks_dir, self.runner, self.limits, isolation)
 
     @property

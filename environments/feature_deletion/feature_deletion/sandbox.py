@@ -41,7 +41,11 @@ RUNNER_ROOTS = ("pytest", "coverage")
 Isolation = Literal["namespace", "none"]
 
 
-class IsolationUnavailable(RuntimeError):
+class SandboxUnavailable(RuntimeError):
+    """Sandboxed commands cannot run here: the runner's python does not start, or the sandbox hangs."""
+
+
+class IsolationUnavailable(SandboxUnavailable):
     """Namespaces cannot be created here and no explicit opt-out was given."""
 
 
@@ -204,6 +208,23 @@ def probe_isolation() -> str | None:
     return None
 
 
+START_S = 60.0  # longest a sandboxed `python -c pass` may take before the sandbox counts as broken
+
+
+@functools.lru_cache(maxsize=None)
+def check_start(runner: Path | None, isolation: Isolation = "namespace", wall_s: float = START_S) -> None:
+    """Raise SandboxUnavailable unless the runner's python starts in the sandbox within `wall_s` (cached once it
+    does). Without this a missing or hanging interpreter fails every test run and grading alike: reward 0, no error."""
+    with tempfile.TemporaryDirectory() as work:
+        sb = Sandbox(work, runner=runner, limits=Limits(wall_s=wall_s), isolation=isolation)
+        result = sb.run([sb.python, "-c", "pass"])
+    if result.timed_out:
+        raise SandboxUnavailable(f"a sandboxed `{sb.python} -c pass` did not finish within {wall_s:g} s")
+    if result.returncode != 0:
+        tail = result.output.strip().splitlines()[-1:] or ["no output"]
+        raise SandboxUnavailable(f"a sandboxed `{sb.python} -c pass` failed (exit {result.returncode}): {tail[0]}")
+
+
 @dataclass
 class Sandbox:
     workdir: str | Path
@@ -351,4 +372,5 @@ def kill_tree(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-__all__ = ["IsolationUnavailable", "Limits", "RunResult", "Sandbox", "ensure_runner", "probe_isolation"]
+__all__ = ["IsolationUnavailable", "Limits", "RunResult", "Sandbox", "SandboxUnavailable", "check_start",
+           "ensure_runner", "probe_isolation"]

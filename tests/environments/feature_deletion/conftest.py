@@ -151,18 +151,37 @@ def tiny_repo(tmp_path_factory) -> Path:
     return write_tiny_repo(tmp_path_factory.mktemp("tiny") / "fdcalc")
 
 
-@pytest.fixture(scope="session")
-def tiny_tasks(tmp_path_factory, tiny_repo):
-    """Tasks built by the real builder from the tiny repo: (rows, tasks_dir, stats)."""
+def build_tasks(out: Path, repo: Path, name: str):
+    """Tasks built by the real builder from `repo` as package `name` (its files' split hashes with the name)."""
     from feature_deletion.builder.core import BuildConfig, Builder
 
-    out = tmp_path_factory.mktemp("tasks")
     config = BuildConfig(output=str(out / "tasks.jsonl"), seed=0, max_tasks_per_package=6,
-                         packages=[{"source": "local", "spec": str(tiny_repo), "name": "fdcalc"}])
+                         packages=[{"source": "local", "spec": str(repo), "name": name}])
     builder = Builder(config, out)
     rows, stats = builder.build()
     builder.write(rows, stats)
+    return rows, stats
+
+
+@pytest.fixture(scope="session")
+def tiny_tasks(tmp_path_factory, tiny_repo):
+    """Tasks built by the real builder from the tiny repo: (rows, tasks_dir, stats)."""
+    out = tmp_path_factory.mktemp("tasks")
+    rows, stats = build_tasks(out, tiny_repo, "fdcalc")
     return rows, out, stats
+
+
+@pytest.fixture(scope="session")
+def heldout_tasks(tmp_path_factory, tiny_repo):
+    """The tiny repo's tasks under package name fdcalc2, whose text.py hashes into the eval split (fdcalc's files
+    are all train): (train rows, eval rows, tasks.jsonl path)."""
+    from feature_deletion.taskset import split_of
+
+    out = tmp_path_factory.mktemp("heldout-tasks")
+    rows, _ = build_tasks(out, tiny_repo, "fdcalc2")
+    train, held_out = ([r for r in rows if split_of(r) == s] for s in ("train", "eval"))
+    assert train and held_out, "fdcalc2 should give tasks in both splits"
+    return train, held_out, out / "tasks.jsonl"
 
 
 @pytest.fixture

@@ -159,3 +159,49 @@ lr = 1e-4
         assert loss_tokens == batch.num_loss_tokens and len(runs) == turns
         assert all("<|im_start|>" not in run and "<|im_start|>tool" not in run for run in runs)
         assert sum('"name": "submit"' in run for run in runs) == rollouts // STEPS
+
+
+@pytest.mark.slow
+def test_held_out_tool_tasks_are_evaluated_at_the_start_every_interval_and_the_end(heldout_tasks, policy, tmp_path):
+    """configs/feature_deletion/rl_scripted.toml on tasks with a held-out split: the gold script's held-out task is
+    rolled out like a training one (sandbox, tools, grading) before step 1, after each step and at the end."""
+    from composer_prime.utils.plot import run_panels
+
+    _, held_out, tasks = heldout_tasks
+    out = tmp_path / "run"
+    layer = tmp_path / "tasks.toml"
+    layer.write_text(f"""
+output_dir = {_toml(str(out))}
+[inference]
+port = {free_port()}
+[inference.backend]
+tasks_path = {_toml(str(tasks))}
+[orchestrator.env]
+args = {_toml({"tasks_path": str(tasks), "num_examples": 3})}
+""")
+    result = subprocess.run([sys.executable, "-m", "composer_prime.rl.main", "@",
+                             str(REPO / "configs/feature_deletion/rl_scripted.toml"), "@", str(layer),
+                             "--model.path", str(policy)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    evals = {r["step"]: r for r in records if r["process"] == "orchestrator" and "eval/reward" in r}
+    assert sorted(evals) == [0, 1, STEPS]  # start (before step 1), eval.interval = 1, end
+    for record in evals.values():
+        assert record["eval/verdict"] == "resolved"
+        assert record["eval/solved"] == record["eval/pass@1"] == record["eval/reward"] == 1.0
+        assert record["eval/env/f2p_fraction"] == 1.0 and record["eval/env/stop/done"] == 1.0
+        assert record["eval/env/turns"] > 4 and record["eval/tool_errors"] == 0
+    end = evals[STEPS]
+    assert end["eval/solved_start"] == end["eval/solved_end"] == 1.0 and end["eval/delta"] == 0.0
+    assert "held-out resolved 1.000 -> 1.000 (+0.000); reward 1.000 -> 1.000" in result.stderr
+    trained = [r for r in records if r["process"] == "orchestrator" and "reward/mean" in r]
+    assert [(r["env/resolved"], r["tool_errors"]) for r in trained] == [(1.0, 0.0)] * STEPS
+
+    assert (out / "plots" / "rl.png").stat().st_size > 0
+    panels = {title: dict(lines) for title, lines in run_panels(out).items()}
+    assert [step for step, _ in panels["held-out resolved"]["sampled"]] == [0, 1, STEPS]
+    assert [step for step, _ in panels["per rollout (tools)"]["held-out turns"]] == [0, 1, STEPS]
+    assert panels["per rollout (tools)"]["train tool errors"] == [(1, 0.0), (STEPS, 0.0)]
+    assert panels["reward"]["held-out"] == [(0, 1.0), (1, 1.0), (STEPS, 1.0)]
+    assert "answer length / target length" not in panels  # single-turn only

@@ -1,5 +1,6 @@
 import http.server
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -135,3 +136,21 @@ def test_no_vendored_copy_of_a_package_is_visible(tmp_path, runner):
     sb = Sandbox(tmp_path, runner=runner)
     result = sb.run([sb.python, "-c", code])
     assert result.returncode == 0 and result.stdout.strip() == "0 []", result.output
+
+
+@pytest.mark.parametrize("python, problem", [
+    (None, "failed (exit"),  # the runner has no interpreter
+    ("#!/bin/sh\nsleep 30\n", "did not finish within 2 s"),  # an interpreter that hangs
+])
+def test_a_session_whose_sandbox_cannot_start_is_refused_before_any_work(tiny_tasks, tmp_path, python, problem):
+    from feature_deletion.rollout import ToolSession
+    from feature_deletion.sandbox import SandboxUnavailable
+
+    rows, tasks_dir, _ = tiny_tasks
+    runner = tmp_path / "runner"
+    (runner / "bin").mkdir(parents=True)
+    if python is not None:
+        (runner / "bin" / "python").write_text(python)
+        (runner / "bin" / "python").chmod(0o755)
+    with pytest.raises(SandboxUnavailable, match=re.escape(problem)):
+        ToolSession(rows[0], tasks_dir, runner=runner, limits=Limits(wall_s=2))

@@ -18,10 +18,10 @@ from pathlib import Path
 from rich.console import Console
 
 from composer_prime.cli import run_cli
-from composer_prime.configs.rl import RLConfig
 from composer_prime.configs.shared import write_config
 from composer_prime.errors import UserError
 from composer_prime.heldout.headline import headline
+from composer_prime.rl.config import RLConfig
 from composer_prime.utils.metrics import MetricsFollower, read_metrics
 from composer_prime.utils.net import check_port_free, free_port
 from composer_prime.utils.processes import Child, spawn, stop

@@ -319,8 +319,5 @@ def _stream_shards(partial: Path, count: int) -> Iterator[bytes]:
 
 
 def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(1024 * 1024):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()

@@ -32,7 +32,7 @@ from transformers.cache_utils import DynamicLayer
 
 from composer_prime.configs.inference import TransformersBackendConfig
 from composer_prime.configs.shared import ModelConfig
-from composer_prime.inference.backend import Backend, check_prompt, require_stable
+from composer_prime.inference.backend import Backend, check_prompt
 from composer_prime.inference.protocol import (
     Completion,
     GenerateRequest,
@@ -217,7 +217,7 @@ class TransformersBackend(Backend):
         return await self._submit(_Score(future=loop.create_future(), loop=loop, request=request))
 
     async def load_weights(self, path: str, version: int) -> None:
-        state_dict = await asyncio.to_thread(load_version_state_dict, require_stable(path))
+        state_dict = await asyncio.to_thread(load_version_state_dict, path)
         self._check_fits(state_dict, path)
         loop = asyncio.get_running_loop()
         await self._submit(_Reload(future=loop.create_future(), loop=loop, state_dict=state_dict, version=version))

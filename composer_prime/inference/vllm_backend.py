@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from composer_prime.configs.inference import VLLMBackendConfig
 from composer_prime.configs.shared import ModelConfig
 from composer_prime.errors import UserError
-from composer_prime.inference.backend import Backend, check_prompt, require_stable
+from composer_prime.inference.backend import Backend, check_prompt
 from composer_prime.inference.protocol import (
     Completion,
     GenerateRequest,
@@ -28,7 +28,7 @@ from composer_prime.inference.protocol import (
     ScoreResponse,
 )
 from composer_prime.model.load import load_tokenizer
-from composer_prime.weights import load_version_state_dict
+from composer_prime.weights import load_version_state_dict, require_stable
 
 _RELOAD_METHOD = "composer_prime_load_weights"
 

@@ -12,7 +12,6 @@ temporary directories left by a crash are ignored and removed at the next start.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -28,13 +27,12 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from composer_prime.errors import UserError
-from composer_prime.utils.fs import atomic_publish_dir
+from composer_prime.utils.fs import atomic_publish_dir, remove_hidden, step_dirs
 from composer_prime.weights import copy_model_assets
 
 # 1: whole-model torch.save files (model.pt, optimizer.pt); 2: sharded `state/`.
 CHECKPOINT_FORMAT = 2
 STATE_DIR = "state"
-_STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
 def checkpoint_root(output_dir: Path) -> Path:
@@ -50,10 +48,7 @@ def staging_dir(output_dir: Path, step: int) -> Path:
 
 
 def list_checkpoints(output_dir: Path) -> list[int]:
-    root = checkpoint_root(output_dir)
-    if not root.is_dir():
-        return []
-    return sorted(int(m.group(1)) for child in root.iterdir() if (m := _STEP_DIR.match(child.name)))
+    return sorted(step_dirs(checkpoint_root(output_dir)))
 
 
 def remove_checkpoints_after(output_dir: Path, step: int) -> None:
@@ -65,11 +60,7 @@ def remove_checkpoints_after(output_dir: Path, step: int) -> None:
 
 def remove_staging_dirs(output_dir: Path) -> None:
     """Drop half-written checkpoints of a crashed run."""
-    root = checkpoint_root(output_dir)
-    if root.is_dir():
-        for child in root.iterdir():
-            if child.name.startswith("."):
-                shutil.rmtree(child, ignore_errors=True)
+    remove_hidden(checkpoint_root(output_dir))
 
 
 def rng_state() -> dict[str, object]:

@@ -37,6 +37,7 @@ from composer_prime.trainer.parallel import (
 from composer_prime.trainer.diloco_site import DiLoCoTrainerSite
 from composer_prime.trainer.progress import StepReporter
 from composer_prime.trainer.step import learning_rate, train_step
+from composer_prime.utils.fs import remove_hidden
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
 from composer_prime.weights import (
     broadcast_root,
@@ -68,11 +69,7 @@ def _drop_versions_after(config: TrainerConfig, step: int) -> None:
     for version in list_versions(config.output_dir):
         if version > step:
             shutil.rmtree(version_dir(config.output_dir, version), ignore_errors=True)
-    root = broadcast_root(config.output_dir)
-    if root.is_dir():
-        for child in root.iterdir():
-            if child.name.startswith("."):  # half-written versions
-                shutil.rmtree(child, ignore_errors=True)
+    remove_hidden(broadcast_root(config.output_dir))  # half-written versions
 
 
 def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World, site: DiLoCoTrainerSite | None,

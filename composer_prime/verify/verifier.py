@@ -67,7 +67,6 @@ class RolloutVerifier:
         self.config = config
         self.vocab_size = vocab_size
         self.seen: set[tuple[str, str]] = set()
-        self.forged = 0
         if config.toploc is not None:
             require_toploc()
             if type(scorer).hidden_states is Scorer.hidden_states:
@@ -95,7 +94,6 @@ class RolloutVerifier:
             decision.batch_reason = "banned"
             return decision
         if not keys.verify(keys.parse_public_key(entry.public_key), signed.signature, signed.payload):
-            self.forged += 1
             decision.batch_reason = "bad-signature"
             return decision  # not counted against the named worker (see module docstring)
         try:

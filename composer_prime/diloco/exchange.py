@@ -39,7 +39,7 @@ class PseudoGradientExchange:
         blob = save_tensors({"pseudo_grad": pseudo_grad.detach().to("cpu", torch.float32).contiguous()},
                             metadata={"schema": SCHEMA, "site": self.site_id, "round": str(round_)})
         self.store.write_bytes(self._key(round_, self.site_id, "safetensors"), blob)
-        self.store.write_bytes(self._key(round_, self.site_id, "sig"), keys.sign(self.key, blob))
+        self.store.write_bytes(self._key(round_, self.site_id, "sig"), self.key.sign(blob))
         self.bytes_sent += len(blob)
 
     def gather(self, round_: int, sites: list[str], timeout_s: float) -> tuple[dict[str, torch.Tensor], dict[str, str]]:

@@ -27,9 +27,8 @@ from pathlib import Path
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from composer_prime.broadcast.manifest import (
-    BroadcastError, SignedManifest, decode_verified, encode, manifest_key, shard_key, stored_versions,
-)
+from composer_prime.broadcast.manifest import (BroadcastError, SignedManifest, decode_verified, encode, manifest_key,
+                                               shard_key, stored_versions)
 from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_publish_dir, atomic_write_bytes
 from composer_prime.weights import STABLE

@@ -13,9 +13,8 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from composer_prime.broadcast.manifest import (
-    FileEntry, ManifestBody, ShardEntry, SignedManifest, encode, manifest_key, shard_key, sign_manifest,
-)
+from composer_prime.broadcast.manifest import (FileEntry, ManifestBody, ShardEntry, SignedManifest, encode,
+                                               manifest_key, shard_key, sign_manifest)
 from composer_prime.store import Store
 from composer_prime.weights import STABLE, require_stable
 

@@ -30,9 +30,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.responses import StreamingResponse
 
-from composer_prime.broadcast.manifest import (
-    BroadcastError, SignedManifest, decode_verified, encode, manifest_key, shard_key, stored_versions,
-)
+from composer_prime.broadcast.manifest import (BroadcastError, SignedManifest, decode_verified, encode, manifest_key,
+                                               shard_key, stored_versions)
 from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_write_bytes
 

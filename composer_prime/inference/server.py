@@ -12,15 +12,8 @@ from fastapi import FastAPI, HTTPException
 
 from composer_prime.inference.backend import Backend
 from composer_prime.inference.openai_compat import openai_router
-from composer_prime.inference.protocol import (
-    GenerateRequest,
-    GenerateResponse,
-    HealthResponse,
-    ScoreRequest,
-    ScoreResponse,
-    UpdateWeightsRequest,
-    UpdateWeightsResponse,
-)
+from composer_prime.inference.protocol import (GenerateRequest, GenerateResponse, HealthResponse, ScoreRequest,
+                                               ScoreResponse, UpdateWeightsRequest, UpdateWeightsResponse)
 from composer_prime.utils.metrics import MetricsLogger
 
 

@@ -33,13 +33,7 @@ from transformers.cache_utils import DynamicLayer
 from composer_prime.configs.inference import TransformersBackendConfig
 from composer_prime.configs.shared import ModelConfig
 from composer_prime.inference.backend import Backend, check_prompt
-from composer_prime.inference.protocol import (
-    Completion,
-    GenerateRequest,
-    GenerateResponse,
-    ScoreRequest,
-    ScoreResponse,
-)
+from composer_prime.inference.protocol import Completion, GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
 from composer_prime.inference.sampling import sample
 from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.weights import load_version_state_dict

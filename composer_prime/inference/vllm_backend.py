@@ -20,13 +20,7 @@ from composer_prime.configs.inference import VLLMBackendConfig
 from composer_prime.configs.shared import ModelConfig
 from composer_prime.errors import UserError
 from composer_prime.inference.backend import Backend, check_prompt
-from composer_prime.inference.protocol import (
-    Completion,
-    GenerateRequest,
-    GenerateResponse,
-    ScoreRequest,
-    ScoreResponse,
-)
+from composer_prime.inference.protocol import Completion, GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
 from composer_prime.model.load import load_tokenizer
 from composer_prime.weights import load_version_state_dict, require_stable
 

@@ -28,24 +28,13 @@ from composer_prime.trainer import checkpoint as ckpt
 from composer_prime.trainer.build import build_train_model, inference_state_dict
 from composer_prime.trainer.channels import LossChannel, build_channels
 from composer_prime.trainer.data import own_share, wait_for_batch
-from composer_prime.trainer.parallel import (
-    World,
-    barrier,
-    close_world,
-    init_world,
-)
+from composer_prime.trainer.parallel import World, barrier, close_world, init_world
 from composer_prime.trainer.diloco_site import DiLoCoTrainerSite
 from composer_prime.trainer.progress import StepReporter
 from composer_prime.trainer.step import learning_rate, train_step
 from composer_prime.utils.fs import remove_hidden
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
-from composer_prime.weights import (
-    broadcast_root,
-    list_versions,
-    prune_versions,
-    publish_weights,
-    version_dir,
-)
+from composer_prime.weights import broadcast_root, list_versions, prune_versions, publish_weights, version_dir
 
 logger = logging.getLogger("composer_prime.trainer")
 

@@ -33,7 +33,6 @@ def create_coordinator_app(registry: WorkerRegistry, join_token: str, run_info: 
     app = FastAPI(title="composer-prime run coordinator")
     add_grant_routes(app, registry, granter, uploads)
     last_seen: dict[str, dict] = {}
-    app.state.last_seen = last_seen
 
     @app.post("/join")
     async def join(request: JoinRequest) -> JoinResponse:

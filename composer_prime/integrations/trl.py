@@ -38,6 +38,7 @@ from pydantic_config import BaseConfig
 from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 from trl import GRPOTrainer
+from trl.trainer.utils import pad
 
 from composer_prime.errors import UserError
 from composer_prime.configs.hints import TemplateWriterConfig
@@ -128,14 +129,8 @@ def teacher_prompt_ids(
 
 def left_pad(rows: list[list[int]], pad_id: int, device: torch.device | None = None) -> tuple[Tensor, Tensor]:
     """`[B, L]` ids padded on the left (as TRL pads prompts) and their attention mask."""
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long, device=device)
-    mask = torch.zeros((len(rows), width), dtype=torch.long, device=device)
-    for i, row in enumerate(rows):
-        if row:
-            ids[i, width - len(row):] = torch.tensor(row, dtype=torch.long, device=device)
-            mask[i, width - len(row):] = 1
-    return ids, mask
+    ids = [torch.tensor(row, dtype=torch.long, device=device) for row in rows]
+    return pad(ids, pad_id, padding_side="left"), pad([torch.ones_like(i) for i in ids], padding_side="left")
 
 
 def completion_logits(model: torch.nn.Module, prompt_ids: Tensor, prompt_mask: Tensor, completion_ids: Tensor,

@@ -43,14 +43,11 @@ def preflight(config: RLConfig) -> None:
 def commands(config: RLConfig, config_dir: Path) -> dict[str, list[str]]:
     py = sys.executable
     trainer_cfg = str(write_config(config.trainer, config_dir / "trainer.toml"))
+    trainer = [py, "-m", "composer_prime.trainer.main", "@", trainer_cfg]
     if config.num_train_processes > 1:
-        trainer = [
-            py, "-m", "torch.distributed.run", "--nproc-per-node", str(config.num_train_processes),
-            "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
-            "-m", "composer_prime.trainer.main", "@", trainer_cfg,
-        ]
-    else:
-        trainer = [py, "-m", "composer_prime.trainer.main", "@", trainer_cfg]
+        # torchrun in front of the same module: it runs one copy per rank
+        trainer[1:1] = ["-m", "torch.distributed.run", "--nproc-per-node", str(config.num_train_processes),
+                        "--master-addr", "127.0.0.1", "--master-port", str(free_port())]
     return {
         "inference": [py, "-m", "composer_prime.inference.main", "@",
                       str(write_config(config.inference, config_dir / "inference.toml"))],

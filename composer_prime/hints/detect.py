@@ -58,15 +58,9 @@ def _malformed_calls(message: ChatMessage) -> list[str]:
     return problems + [p.problem for p in parse_turn(message.content or "").calls if p.problem is not None]
 
 
-def detect_errors(
-    messages: list[ChatMessage],
-    *,
-    env_errors: list[ErrorRecord] = (),
-    truncated: bool = False,
-    reward: float | None = None,
-    wrong_answer_below: float | None = None,
-    feedback: str | None = None,
-) -> list[ErrorRecord]:
+def detect_errors(messages: list[ChatMessage], *, env_errors: list[ErrorRecord] = (), truncated: bool = False,
+                  reward: float | None = None, wrong_answer_below: float | None = None, feedback: str | None = None
+                  ) -> list[ErrorRecord]:
     """Every error site of a rollout, in turn order.
 
     Args:

@@ -93,16 +93,10 @@ class ComposerChannelsConfig(BaseConfig):
     preference: PreferenceChannelConfig = PreferenceChannelConfig()
 
 
-def teacher_prompt_ids(
-    tokenizer: PreTrainedTokenizerBase,
-    prompts: list[list[dict]],
-    completions: list[list[dict]],
-    rewards: Sequence[float],
-    truncated: Sequence[bool],
-    config: HintChannelConfig,
-    feedback: Sequence[str | None] | None = None,
-    chat_template_kwargs: dict[str, Any] | None = None,
-) -> list[list[int] | None]:
+def teacher_prompt_ids(tokenizer: PreTrainedTokenizerBase, prompts: list[list[dict]], completions: list[list[dict]],
+                       rewards: Sequence[float], truncated: Sequence[bool], config: HintChannelConfig,
+                       feedback: Sequence[str | None] | None = None, chat_template_kwargs: dict[str, Any] | None = None
+                       ) -> list[list[int] | None]:
     """The hinted teacher context's token ids for each completion with an error site on its turn, else None."""
     writer = TemplateHintWriter(TemplateWriterConfig(templates=config.templates))
     out: list[list[int] | None] = []

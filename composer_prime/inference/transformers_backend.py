@@ -438,11 +438,9 @@ class TransformersBackend(Backend):
             job.settle(error=exc)
             return
         job.settle(ScoreResponse(
-            logprobs=chosen.tolist(),
-            entropies=entropies.tolist(),
+            logprobs=chosen.tolist(), entropies=entropies.tolist(), weight_version=self.weight_version,
             top_ids=top.indices.tolist() if top else [[] for _ in request.completion_token_ids],
             top_logprobs=top.values.tolist() if top else [[] for _ in request.completion_token_ids],
-            weight_version=self.weight_version,
         ))
 
     def _reload(self, job: _Reload) -> None:

@@ -78,8 +78,7 @@ def list_versions(output_dir: Path) -> list[int]:
 
 def latest_version(output_dir: Path) -> int:
     """Newest complete version, or 0 (the starting model) when none was published."""
-    versions = list_versions(output_dir)
-    return versions[-1] if versions else 0
+    return max(list_versions(output_dir), default=0)
 
 
 def require_stable(path: Path | str) -> Path:

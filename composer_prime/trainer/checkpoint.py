@@ -59,19 +59,6 @@ def remove_staging_dirs(output_dir: Path) -> None:
     remove_hidden(checkpoint_root(output_dir))
 
 
-def rng_state() -> dict[str, object]:
-    state: dict[str, object] = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["cpu"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 def begin_checkpoint(output_dir: Path, step: int) -> Path:
     """Create an empty staging directory for step `step` (rank 0, before the ranks write into it)."""
     staging = staging_dir(output_dir, step)
@@ -81,7 +68,10 @@ def begin_checkpoint(output_dir: Path, step: int) -> Path:
 
 
 def write_rng(staging: Path, rank: int) -> None:
-    torch.save(rng_state(), staging / f"rng_rank_{rank}.pt")
+    state: dict[str, object] = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    torch.save(state, staging / f"rng_rank_{rank}.pt")
 
 
 def save_train_state(staging: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
@@ -164,7 +154,11 @@ def load_diloco(path: Path) -> dict | None:
     return torch.load(file, map_location="cpu", weights_only=True) if file.is_file() else None
 
 
-def load_rng(path: Path, rank: int) -> dict | None:
-    """This rank's RNG states, or None when the checkpoint was written by fewer ranks."""
+def restore_rng(path: Path, rank: int) -> None:
+    """Set this rank's RNG states as the checkpoint saved them; one written by fewer ranks has none for it."""
     file = path / f"rng_rank_{rank}.pt"
-    return torch.load(file, weights_only=True) if file.is_file() else None
+    if file.is_file():
+        state = torch.load(file, weights_only=True)
+        torch.set_rng_state(state["cpu"])
+        if "cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda"])

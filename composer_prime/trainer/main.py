@@ -47,8 +47,7 @@ def _resume(config: TrainerConfig, model, optimizer, world: World) -> int:
     step = steps[-1]
     path = ckpt.checkpoint_dir(config.output_dir, step)
     ckpt.load_train_state(path, model, optimizer)
-    if (rng := ckpt.load_rng(path, world.rank)) is not None:
-        ckpt.set_rng_state(rng)
+    ckpt.restore_rng(path, world.rank)
     logger.info("resumed from %s", path)
     return step
 

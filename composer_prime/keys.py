@@ -79,10 +79,6 @@ def load_public_key(path_or_hex: str | Path) -> Ed25519PublicKey:
         raise UserError(f"cannot read Ed25519 public key {text}: {exc}") from None
 
 
-def sign(key: Ed25519PrivateKey, data: bytes) -> bytes:
-    return key.sign(data)
-
-
 def verify(public: Ed25519PublicKey, signature: bytes, data: bytes) -> bool:
     try:
         public.verify(signature, data)

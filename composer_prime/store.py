@@ -59,22 +59,20 @@ class Store:
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.path(rel))
 
-    def list(self, rel: str) -> list[str]:
-        """Names directly under `rel` (empty when it does not exist)."""
+    def _ls(self, rel: str, detail: bool) -> list:
         try:
-            entries = self.fs.ls(self.path(rel).rstrip("/"), detail=False)
+            return self.fs.ls(self.path(rel).rstrip("/"), detail=detail)
         except FileNotFoundError:
             return []
-        return [e.rstrip("/").rsplit("/", 1)[-1] for e in entries]
+
+    def list(self, rel: str) -> list[str]:
+        """Names directly under `rel` (empty when it does not exist)."""
+        return [e.rstrip("/").rsplit("/", 1)[-1] for e in self._ls(rel, detail=False)]
 
     def list_modified(self, rel: str) -> list[tuple[str, float]]:
         """(name, modification time as a UNIX timestamp) of the files directly under `rel`."""
-        try:
-            entries = self.fs.ls(self.path(rel).rstrip("/"), detail=True)
-        except FileNotFoundError:
-            return []
         out = []
-        for entry in entries:
+        for entry in self._ls(rel, detail=True):
             if entry.get("type") == "directory":
                 continue
             stamp = entry.get("LastModified", entry.get("mtime", 0.0))  # s3fs: a datetime; local: seconds

@@ -81,8 +81,7 @@ def _parse_block(body: str, closed: bool, known: set[str] | None, call_id: str) 
             arguments = json.loads(arguments)
         except json.JSONDecodeError:
             pass
-    call = ToolCall(id=call_id, name=name,
-                    arguments=json.dumps(arguments) if isinstance(arguments, dict) else json.dumps(arguments))
+    call = ToolCall(id=call_id, name=name, arguments=json.dumps(arguments))
     if not isinstance(arguments, dict):
         return ParsedCall(call, f"the arguments of {name!r} must be a JSON object")
     if known is not None and name not in known:

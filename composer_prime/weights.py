@@ -10,7 +10,6 @@ crash mid-write leaves only a temporary directory that no reader looks at.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import time
 from pathlib import Path
@@ -18,11 +17,10 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from composer_prime.utils.fs import atomic_publish_dir
+from composer_prime.utils.fs import atomic_publish_dir, step_dirs
 
 STABLE = "STABLE"
 WEIGHTS_FILE = "model.safetensors"
-_STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
 def broadcast_root(output_dir: Path) -> Path:
@@ -75,29 +73,24 @@ def _distinct_storage(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
 
 def list_versions(output_dir: Path) -> list[int]:
     """All complete versions, ascending."""
-    root = broadcast_root(output_dir)
-    if not root.is_dir():
-        return []
-    versions = []
-    for child in root.iterdir():
-        match = _STEP_DIR.match(child.name)
-        if match and (child / STABLE).is_file():
-            versions.append(int(match.group(1)))
-    return sorted(versions)
+    return sorted(v for v, path in step_dirs(broadcast_root(output_dir)).items() if (path / STABLE).is_file())
 
 
 def latest_version(output_dir: Path) -> int:
     """Newest complete version, or 0 (the starting model) when none was published."""
-    versions = list_versions(output_dir)
-    return versions[-1] if versions else 0
+    return max(list_versions(output_dir), default=0)
+
+
+def require_stable(path: Path | str) -> Path:
+    """The version directory, or FileNotFoundError when it is missing or not yet complete."""
+    if not (Path(path) / STABLE).is_file():
+        raise FileNotFoundError(f"{path} is not a complete weight version (no {STABLE} marker)")
+    return Path(path)
 
 
 def load_version_state_dict(path: Path) -> dict[str, torch.Tensor]:
     """Read a published version; refuses a directory without its STABLE marker."""
-    path = Path(path)
-    if not (path / STABLE).is_file():
-        raise FileNotFoundError(f"{path} is not a complete weight version (no {STABLE} marker)")
-    return load_file(str(path / WEIGHTS_FILE))
+    return load_file(str(require_stable(path) / WEIGHTS_FILE))
 
 
 def prune_versions(output_dir: Path, keep_last: int) -> None:

@@ -84,7 +84,7 @@ def test_configs_and_rl_help_run_without_torch():
     modules = sorted(module_name(p) for p in (PACKAGE / "configs").glob("*.py"))
     code = _NO_TORCH + f"""
 import importlib, sys
-for name in {modules!r} + ["composer_prime.rl.main"]:
+for name in {modules!r} + ["composer_prime.rl.config", "composer_prime.rl.main"]:
     importlib.import_module(name)
 sys.argv = ["rl", "--help"]
 from composer_prime.rl.main import cli
@@ -93,6 +93,27 @@ cli()
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "--trainer.loss.hint.weight" in run.stdout and "--orchestrator.workers.verify.max-staleness" in run.stdout
+
+
+_HEAVY = ("torch", "transformers", "vllm")
+
+
+@pytest.mark.parametrize("code", [
+    "import composer_prime.rl.config",
+    "import sys; sys.argv = ['rl', '--help']\nfrom composer_prime.rl.main import cli\ntry:\n    cli()\nexcept SystemExit:\n    pass",
+], ids=["import rl.config", "rl --help"])
+def test_rl_config_leaves_torch_out_of_sys_modules(code):
+    """The issue's check, literally: after the import (or `rl --help`) no heavy package is in sys.modules."""
+    check = code + f"""
+import sys
+from composer_prime.rl.config import RLConfig
+assert RLConfig.__module__ == "composer_prime.configs.rl"
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {_HEAVY!r})
+print("HEAVY", heavy)
+"""
+    run = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "HEAVY []" in run.stdout, run.stdout[-2000:]
 
 
 def test_the_refusing_finder_does_refuse():

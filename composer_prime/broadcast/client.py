@@ -27,9 +27,8 @@ from pathlib import Path
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from composer_prime.broadcast.manifest import (
-    BroadcastError, SignedManifest, decode_verified, encode, manifest_key, shard_key, stored_versions,
-)
+from composer_prime.broadcast.manifest import (BroadcastError, SignedManifest, decode_verified, encode, manifest_key,
+                                               shard_key, stored_versions)
 from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_publish_dir, atomic_write_bytes
 from composer_prime.weights import STABLE
@@ -319,8 +318,5 @@ def _stream_shards(partial: Path, count: int) -> Iterator[bytes]:
 
 
 def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(1024 * 1024):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()

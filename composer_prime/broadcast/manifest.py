@@ -75,7 +75,7 @@ def canonical(body: ManifestBody) -> bytes:
 
 
 def sign_manifest(body: ManifestBody, key: Ed25519PrivateKey) -> SignedManifest:
-    return SignedManifest(body=body, signature=keys.sign(key, canonical(body)).hex(), public_key=keys.public_hex(key))
+    return SignedManifest(body=body, signature=key.sign(canonical(body)).hex(), public_key=keys.public_hex(key))
 
 
 def encode(manifest: SignedManifest) -> bytes:

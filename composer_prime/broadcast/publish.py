@@ -13,11 +13,10 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from composer_prime.broadcast.manifest import (
-    FileEntry, ManifestBody, ShardEntry, SignedManifest, encode, manifest_key, shard_key, sign_manifest,
-)
+from composer_prime.broadcast.manifest import (FileEntry, ManifestBody, ShardEntry, SignedManifest, encode,
+                                               manifest_key, shard_key, sign_manifest)
 from composer_prime.store import Store
-from composer_prime.weights import STABLE
+from composer_prime.weights import STABLE, require_stable
 
 DEFAULT_SHARD_SIZE = 4 * 1024 * 1024
 _CHUNK = 1024 * 1024
@@ -25,9 +24,7 @@ _CHUNK = 1024 * 1024
 
 def version_files(version_dir: Path) -> list[Path]:
     """The files that make up a version, in stream order (name order; STABLE is the reader's own)."""
-    version_dir = Path(version_dir)
-    if not (version_dir / STABLE).is_file():
-        raise FileNotFoundError(f"{version_dir} is not a complete weight version (no {STABLE} marker)")
+    version_dir = require_stable(version_dir)
     return sorted((p for p in version_dir.iterdir() if p.is_file() and p.name != STABLE), key=lambda p: p.name)
 
 

@@ -23,6 +23,7 @@ import hashlib
 import re
 import time
 from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
@@ -30,9 +31,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.responses import StreamingResponse
 
-from composer_prime.broadcast.manifest import (
-    BroadcastError, SignedManifest, decode_verified, encode, manifest_key, shard_key, stored_versions,
-)
+from composer_prime.broadcast.manifest import (BroadcastError, SignedManifest, decode_verified, encode, manifest_key,
+                                               shard_key, stored_versions)
 from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_write_bytes
 
@@ -58,15 +58,12 @@ class Egress:
         await asyncio.sleep(delay)
 
 
+@dataclass
 class Stats:
-    def __init__(self) -> None:
-        self.bytes_served = 0
-        self.shards_served = 0
-        self.bytes_fetched_upstream = 0
-        self.upstream_rejects = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(vars(self))
+    bytes_served: int = 0
+    shards_served: int = 0
+    bytes_fetched_upstream: int = 0
+    upstream_rejects: int = 0
 
 
 def _serve_bytes(data: bytes, request: Request, egress: Egress, stats: Stats) -> Response:
@@ -104,14 +101,13 @@ def _common_routes(app: FastAPI, role: str, versions, stats: Stats) -> None:
 
     @app.get("/stats")
     async def get_stats() -> dict[str, int]:
-        return stats.as_dict()
+        return asdict(stats)
 
 
 def create_origin_app(store: Store, egress_bytes_per_s: float = 0.0) -> FastAPI:
     """Serve the versions of `store` as published (the origin does not re-verify its own store)."""
     app = FastAPI(title="composer-prime broadcast origin")
     stats, egress = Stats(), Egress(egress_bytes_per_s)
-    app.state.stats = stats
 
     async def versions() -> list[int]:
         return await asyncio.to_thread(stored_versions, store)
@@ -220,8 +216,6 @@ def create_relay_app(upstreams: list[str], cache_dir: Path, public: Ed25519Publi
         await cache.http.aclose()
 
     app = FastAPI(title="composer-prime broadcast relay", lifespan=lifespan)
-    app.state.stats = stats
-    app.state.cache = cache
     _common_routes(app, "relay", cache.upstream_versions, stats)
 
     @app.get("/versions/{version}/manifest")

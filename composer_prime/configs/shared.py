@@ -65,14 +65,9 @@ class StoreConfig(BaseConfig):
     ] = None
 
 
-NumThreads = Annotated[
-    int | None,
-    Field(
-        ge=1,
-        description="torch intra-op threads of this process; None keeps torch's default (one per core). "
-        "When trainer and inference share a few cores, 1 stops their thread pools spinning against each other.",
-    ),
-]
+NumThreads = Annotated[int | None, Field(ge=1, description=(
+    "torch intra-op threads of this process; None keeps torch's default (one per core). When trainer and "
+    "inference share a few cores, 1 stops their thread pools spinning against each other."))]
 
 OutputDir = Annotated[
     Path, Field(description="Run directory: rollouts, weight versions, checkpoints, metrics and configs live here.")

@@ -22,15 +22,8 @@ from composer_prime import keys
 from composer_prime.configs.coordinator import UploadsConfig
 from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.coordinator.grants import Granter, add_grant_routes
-from composer_prime.coordinator.protocol import (
-    MAX_CLOCK_SKEW_S,
-    PROTOCOL_VERSION,
-    Heartbeat,
-    HeartbeatResponse,
-    JoinRequest,
-    JoinResponse,
-    heartbeat_message,
-)
+from composer_prime.coordinator.protocol import (MAX_CLOCK_SKEW_S, PROTOCOL_VERSION, Heartbeat, HeartbeatResponse,
+                                                 JoinRequest, JoinResponse, heartbeat_message)
 
 
 def create_coordinator_app(registry: WorkerRegistry, join_token: str, run_info: Callable[[], JoinResponse],
@@ -40,7 +33,6 @@ def create_coordinator_app(registry: WorkerRegistry, join_token: str, run_info: 
     app = FastAPI(title="composer-prime run coordinator")
     add_grant_routes(app, registry, granter, uploads)
     last_seen: dict[str, dict] = {}
-    app.state.last_seen = last_seen
 
     @app.post("/join")
     async def join(request: JoinRequest) -> JoinResponse:

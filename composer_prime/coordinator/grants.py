@@ -173,7 +173,7 @@ def add_grant_routes(app: FastAPI, registry: WorkerRegistry, granter: Granter, c
 
 def signed_grant_request(key: Ed25519PrivateKey, worker_id: str, batch_id: str, data: bytes) -> GrantRequest:
     md5, now = content_md5(data), time.time()
-    signature = keys.sign(key, grant_message(worker_id, batch_id, len(data), md5, now)).hex()
+    signature = key.sign(grant_message(worker_id, batch_id, len(data), md5, now)).hex()
     return GrantRequest(worker_id=worker_id, batch_id=batch_id, size=len(data), md5=md5, time=now, signature=signature)
 
 

@@ -30,7 +30,6 @@ class PseudoGradientExchange:
         self.site_keys = site_keys
         self.poll_s = poll_s
         self.bytes_sent = 0
-        self.bytes_received = 0
 
     @staticmethod
     def _key(round_: int, site: str, suffix: str) -> str:
@@ -40,7 +39,7 @@ class PseudoGradientExchange:
         blob = save_tensors({"pseudo_grad": pseudo_grad.detach().to("cpu", torch.float32).contiguous()},
                             metadata={"schema": SCHEMA, "site": self.site_id, "round": str(round_)})
         self.store.write_bytes(self._key(round_, self.site_id, "safetensors"), blob)
-        self.store.write_bytes(self._key(round_, self.site_id, "sig"), keys.sign(self.key, blob))
+        self.store.write_bytes(self._key(round_, self.site_id, "sig"), self.key.sign(blob))
         self.bytes_sent += len(blob)
 
     def gather(self, round_: int, sites: list[str], timeout_s: float) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
@@ -56,7 +55,6 @@ class PseudoGradientExchange:
                 pending.remove(site)
                 blob = self.store.read_bytes(self._key(round_, site, "safetensors"))
                 signature = self.store.read_bytes(self._key(round_, site, "sig"))
-                self.bytes_received += len(blob) if site != self.site_id else 0
                 public = self.site_keys.get(site)
                 if public is None or not keys.verify(public, signature, blob):
                     missing[site] = "bad-signature"

@@ -105,11 +105,8 @@ class DiLoCoSite:
         Between syncs each fragment's live parameters carry local progress; torchft keeps the agreed
         copy in each fragment's `original_parameters` (torchft 0.2.0 internals, read only).
         """
-        out = {}
-        for fragment in self.diloco._fragments:
-            for name, tensor in fragment.original_parameters.items():
-                out[name.replace("__", ".")] = tensor.detach().clone()
-        return out
+        return {name.replace("__", "."): tensor.detach().clone()
+                for fragment in self.diloco._fragments for name, tensor in fragment.original_parameters.items()}
 
     def after_inner_step(self) -> int:
         self.inner_steps += 1

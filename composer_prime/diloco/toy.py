@@ -86,7 +86,7 @@ def heldout_loss(model: nn.Module, seed: int) -> float:
         return float(nn.functional.mse_loss(model(x), y))
 
 
-def _global_loss(model: nn.Module, site, seed: int) -> float:
+def _global_loss(site, seed: int) -> float:
     """Held-out loss of the agreed global parameters (what the run as a whole has learned)."""
     probe = make_model(seed)
     probe.load_state_dict(site.global_state_dict())
@@ -115,7 +115,7 @@ def main(config: ToySiteConfig) -> None:
             loss.backward()
             inner.step()
             if site.after_inner_step() != before:
-                global_losses.append(_global_loss(model, site, config.seed))
+                global_losses.append(_global_loss(site, config.seed))
             atomic_write_bytes(config.out / "progress", str(site.outer_step).encode())
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(config.out / "final.safetensors"))
     save_file({k: v.contiguous() for k, v in site.global_state_dict().items()}, str(config.out / "global.safetensors"))
@@ -123,7 +123,7 @@ def main(config: ToySiteConfig) -> None:
         "site": config.diloco.site_id, "outer_steps": site.outer_step, "inner_steps": site.inner_steps,
         "samples": site.inner_steps * config.batch_size, "start_loss": start_loss,
         "heldout_loss": heldout_loss(model, config.seed),
-        "global_heldout_loss": _global_loss(model, site, config.seed),
+        "global_heldout_loss": _global_loss(site, config.seed),
         "global_losses": global_losses,
         "bytes_allreduced": getattr(site, "bytes_allreduced", 0),
         "bytes_exchanged": getattr(getattr(site, "exchange", None), "bytes_sent", 0),

@@ -6,7 +6,7 @@ the structured errors an environment may record, the conversation itself is read
 - a tool message that reads as a failure -> `tool_error` on the assistant turn that called it;
 - a tool message with a pytest-style summary reporting failures -> `test_failure`;
 - an assistant tool call whose arguments are not a JSON object, or a `<tool_call>` block in
-  the text that does not parse -> `malformed_tool_call`;
+  the text that a rollout could not run (tool_calls.parse_turn) -> `malformed_tool_call`;
 - a last turn cut off at max_tokens -> `format_violation`;
 - a final answer the verifier scored below the threshold -> `wrong_answer` (with the
   environment's feedback as the message when it gives one).
@@ -20,6 +20,7 @@ import json
 import re
 
 from composer_prime.chat import ChatMessage
+from composer_prime.tool_calls import parse_turn
 from composer_prime.traces import ErrorRecord
 
 _TOOL_ERROR = re.compile(
@@ -28,7 +29,6 @@ _TOOL_ERROR = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _TEST_SUMMARY = re.compile(r"\b(\d+) (failed|errors?)\b", re.IGNORECASE)
-_TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.DOTALL)
 _MAX_MESSAGE = 500  # characters of a tool's output kept in a record: enough for a hint, bounded in size
 
 
@@ -55,29 +55,12 @@ def _malformed_calls(message: ChatMessage) -> list[str]:
             continue
         if not isinstance(arguments, dict):
             problems.append(f"tool call {call.name!r}: arguments must be a JSON object")
-    for block, close in _TOOL_CALL_BLOCK.findall(message.content or ""):
-        if not close:
-            problems.append("a <tool_call> block is not closed")
-            continue
-        try:
-            call = json.loads(block)
-        except json.JSONDecodeError as exc:
-            problems.append(f"a <tool_call> block is not valid JSON ({exc.msg})")
-            continue
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            problems.append('a <tool_call> block needs {"name": ..., "arguments": {...}}')
-    return problems
+    return problems + [p.problem for p in parse_turn(message.content or "").calls if p.problem is not None]
 
 
-def detect_errors(
-    messages: list[ChatMessage],
-    *,
-    env_errors: list[ErrorRecord] = (),
-    truncated: bool = False,
-    reward: float | None = None,
-    wrong_answer_below: float | None = None,
-    feedback: str | None = None,
-) -> list[ErrorRecord]:
+def detect_errors(messages: list[ChatMessage], *, env_errors: list[ErrorRecord] = (), truncated: bool = False,
+                  reward: float | None = None, wrong_answer_below: float | None = None, feedback: str | None = None
+                  ) -> list[ErrorRecord]:
     """Every error site of a rollout, in turn order.
 
     Args:

@@ -8,12 +8,10 @@ weight version: a reload waits for the generation in flight and holds back new o
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from composer_prime.configs.inference import InferenceConfig
 from composer_prime.inference.protocol import GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
-from composer_prime.weights import STABLE
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -51,14 +49,6 @@ class Backend(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Fail what is still in flight and release the model."""
-
-
-def require_stable(path: str) -> Path:
-    """The version directory, or FileNotFoundError when it is missing or not yet complete."""
-    directory = Path(path)
-    if not (directory / STABLE).is_file():
-        raise FileNotFoundError(f"{path} is not a complete weight version (no {STABLE} marker)")
-    return directory
 
 
 def check_prompt(token_ids: list[int], vocab_size: int, max_len: int | None) -> None:

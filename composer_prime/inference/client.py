@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TypeVar
 
 import httpx
+from pydantic import BaseModel
 
 from composer_prime.errors import UserError
-from composer_prime.inference.protocol import (
-    PROTOCOL_VERSION,
-    GenerateRequest,
-    GenerateResponse,
-    HealthResponse,
-    ScoreRequest,
-    ScoreResponse,
-    UpdateWeightsRequest,
-    UpdateWeightsResponse,
-)
+from composer_prime.inference.protocol import (PROTOCOL_VERSION, GenerateRequest, GenerateResponse, HealthResponse,
+                                               ScoreRequest, ScoreResponse, UpdateWeightsRequest, UpdateWeightsResponse)
+
+T = TypeVar("T", bound=BaseModel)
 
 
 class InferenceClient:
@@ -36,10 +32,17 @@ class InferenceClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def health(self) -> HealthResponse:
-        response = await self._http.get("/health")
+    async def _call(self, route: str, answer: type[T], body: BaseModel | None = None) -> T:
+        """GET `route` (POST `body` to it), raise on an HTTP error, parse the answer."""
+        if body is None:
+            response = await self._http.get(route)
+        else:
+            response = await self._http.post(route, json=body.model_dump())
         response.raise_for_status()
-        return HealthResponse.model_validate(response.json())
+        return answer.model_validate(response.json())
+
+    async def health(self) -> HealthResponse:
+        return await self._call("/health", HealthResponse)
 
     async def wait_until_ready(self, timeout_s: float = 300.0, poll_s: float = 0.5) -> HealthResponse:
         """Poll /health until the server answers; a protocol mismatch is a user error."""
@@ -59,17 +62,11 @@ class InferenceClient:
             return health
 
     async def generate(self, request: GenerateRequest) -> GenerateResponse:
-        response = await self._http.post("/generate", json=request.model_dump())
-        response.raise_for_status()
-        return GenerateResponse.model_validate(response.json())
+        return await self._call("/generate", GenerateResponse, request)
 
     async def score(self, request: ScoreRequest) -> ScoreResponse:
-        response = await self._http.post("/score", json=request.model_dump())
-        response.raise_for_status()
-        return ScoreResponse.model_validate(response.json())
+        return await self._call("/score", ScoreResponse, request)
 
     async def update_weights(self, path: str, version: int) -> int:
-        body = UpdateWeightsRequest(path=path, version=version).model_dump()
-        response = await self._http.post("/update_weights", json=body)
-        response.raise_for_status()
-        return UpdateWeightsResponse.model_validate(response.json()).weight_version
+        request = UpdateWeightsRequest(path=path, version=version)
+        return (await self._call("/update_weights", UpdateWeightsResponse, request)).weight_version

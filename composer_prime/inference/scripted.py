@@ -29,16 +29,11 @@ from typing import Any, ClassVar
 
 from composer_prime.configs.inference import ScriptedBackendConfig
 from composer_prime.configs.shared import ModelConfig
-from composer_prime.inference.backend import Backend, check_prompt, require_stable
-from composer_prime.inference.protocol import (
-    Completion,
-    GenerateRequest,
-    GenerateResponse,
-    ScoreRequest,
-    ScoreResponse,
-)
+from composer_prime.inference.backend import Backend, check_prompt
+from composer_prime.inference.protocol import Completion, GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
 from composer_prime.chat import ToolCall, render_tool_calls
 from composer_prime.model.load import load_tokenizer
+from composer_prime.weights import require_stable
 
 _TASK_ID = re.compile(r"Task id: ([^\n]+)")
 SUBMIT = {"tool": "submit", "args": {}}

@@ -12,15 +12,8 @@ from fastapi import FastAPI, HTTPException
 
 from composer_prime.inference.backend import Backend
 from composer_prime.inference.openai_compat import openai_router
-from composer_prime.inference.protocol import (
-    GenerateRequest,
-    GenerateResponse,
-    HealthResponse,
-    ScoreRequest,
-    ScoreResponse,
-    UpdateWeightsRequest,
-    UpdateWeightsResponse,
-)
+from composer_prime.inference.protocol import (GenerateRequest, GenerateResponse, HealthResponse, ScoreRequest,
+                                               ScoreResponse, UpdateWeightsRequest, UpdateWeightsResponse)
 from composer_prime.utils.metrics import MetricsLogger
 
 
@@ -42,15 +35,10 @@ class Throughput:
 
     def report(self) -> dict[str, float]:
         """Counts and rates over the interval since the previous report, then start a new one."""
-        now = time.monotonic()
-        seconds = max(now - self._since, 1e-9)
-        record = {
-            "requests": self.requests,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "completion_tokens_per_s": self.completion_tokens / seconds,
-            "interval_s": seconds,
-        }
+        seconds = max(time.monotonic() - self._since, 1e-9)
+        record = {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
+                  "completion_tokens": self.completion_tokens,
+                  "completion_tokens_per_s": self.completion_tokens / seconds, "interval_s": seconds}
         self._reset()
         return record
 

@@ -32,14 +32,8 @@ from transformers.cache_utils import DynamicLayer
 
 from composer_prime.configs.inference import TransformersBackendConfig
 from composer_prime.configs.shared import ModelConfig
-from composer_prime.inference.backend import Backend, check_prompt, require_stable
-from composer_prime.inference.protocol import (
-    Completion,
-    GenerateRequest,
-    GenerateResponse,
-    ScoreRequest,
-    ScoreResponse,
-)
+from composer_prime.inference.backend import Backend, check_prompt
+from composer_prime.inference.protocol import Completion, GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
 from composer_prime.inference.sampling import sample
 from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.weights import load_version_state_dict
@@ -217,7 +211,7 @@ class TransformersBackend(Backend):
         return await self._submit(_Score(future=loop.create_future(), loop=loop, request=request))
 
     async def load_weights(self, path: str, version: int) -> None:
-        state_dict = await asyncio.to_thread(load_version_state_dict, require_stable(path))
+        state_dict = await asyncio.to_thread(load_version_state_dict, path)
         self._check_fits(state_dict, path)
         loop = asyncio.get_running_loop()
         await self._submit(_Reload(future=loop.create_future(), loop=loop, state_dict=state_dict, version=version))
@@ -444,11 +438,9 @@ class TransformersBackend(Backend):
             job.settle(error=exc)
             return
         job.settle(ScoreResponse(
-            logprobs=chosen.tolist(),
-            entropies=entropies.tolist(),
+            logprobs=chosen.tolist(), entropies=entropies.tolist(), weight_version=self.weight_version,
             top_ids=top.indices.tolist() if top else [[] for _ in request.completion_token_ids],
             top_logprobs=top.values.tolist() if top else [[] for _ in request.completion_token_ids],
-            weight_version=self.weight_version,
         ))
 
     def _reload(self, job: _Reload) -> None:

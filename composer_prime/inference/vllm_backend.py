@@ -19,16 +19,10 @@ from contextlib import asynccontextmanager
 from composer_prime.configs.inference import VLLMBackendConfig
 from composer_prime.configs.shared import ModelConfig
 from composer_prime.errors import UserError
-from composer_prime.inference.backend import Backend, check_prompt, require_stable
-from composer_prime.inference.protocol import (
-    Completion,
-    GenerateRequest,
-    GenerateResponse,
-    ScoreRequest,
-    ScoreResponse,
-)
+from composer_prime.inference.backend import Backend, check_prompt
+from composer_prime.inference.protocol import Completion, GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
 from composer_prime.model.load import load_tokenizer
-from composer_prime.weights import load_version_state_dict
+from composer_prime.weights import load_version_state_dict, require_stable
 
 _RELOAD_METHOD = "composer_prime_load_weights"
 
@@ -95,14 +89,9 @@ class VLLMBackend(Backend):
         self.weight_version = 0
         self._gate = _VersionGate()
         self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(
-            model=model.path,
-            dtype=model.dtype or "auto",
-            seed=seed,
-            trust_remote_code=model.trust_remote_code,
-            gpu_memory_utilization=config.gpu_memory_utilization,
-            max_model_len=config.max_model_len,
-            enforce_eager=config.enforce_eager,
-            logprobs_mode="processed_logprobs",
+            model=model.path, dtype=model.dtype or "auto", seed=seed, trust_remote_code=model.trust_remote_code,
+            gpu_memory_utilization=config.gpu_memory_utilization, max_model_len=config.max_model_len,
+            enforce_eager=config.enforce_eager, logprobs_mode="processed_logprobs",
             worker_extension_cls=f"{__name__}.{WeightReloadWorker.__name__}",
         ))
         self._max_len = self._engine.model_config.max_model_len

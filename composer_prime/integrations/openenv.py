@@ -29,7 +29,7 @@ from pydantic import Field
 from pydantic_config import BaseConfig
 
 from composer_prime.cli import run_cli
-from composer_prime.chat import ToolCall
+from composer_prime.chat import ChatMessage, ToolCall
 from composer_prime.configs.rollout import EnvConfig
 from composer_prime.rollout.envs import Environment, Example, ToolSession, load_environment
 
@@ -105,11 +105,8 @@ class ComposerEnvironment(OpenEnvEnvironment):
     def _tool_turn(self, action: ComposerAction) -> ComposerObservation:
         turn = len(self._messages)
         self._turns += 1
-        assistant = {"role": "assistant", "content": action.content}
-        if action.tool_calls:
-            assistant["tool_calls"] = [{"id": c.id or f"call_{turn}_{i}", "type": "function",
-                                        "function": {"name": c.name, "arguments": c.arguments}}
-                                       for i, c in enumerate(action.tool_calls)]
+        calls = [c.model_copy(update={"id": c.id or f"call_{turn}_{i}"}) for i, c in enumerate(action.tool_calls)]
+        assistant = ChatMessage(role="assistant", content=action.content, tool_calls=calls or None).openai()
         added = [assistant]
         for call in assistant.get("tool_calls", []):
             output = self._session.call(call["function"]["name"], call["function"]["arguments"], turn)

@@ -19,9 +19,9 @@ generalised JSD of loss/jsd.py: full vocabulary (chunked), or the teacher's top-
 L_hint is the mean over the optimizer step's site tokens, as in composer-prime's trainer. Sites are taken
 on single-turn completions; a completion of TRL's tool loop (several turns) yields none.
 
-Channel 3, replay preferences. Pairs come from the pairs.jsonl that `uv run replay` writes, tokenised as
-composer-prime's trainer tokenises them (`tokenize_pair`); DPO (reference log-probs from the policy as it
-is when the trainer is built) or SimPO, from loss/preference.py. L_pref is the mean over the step's
+Channel 3, replay preferences. Pairs come from the pairs.jsonl that `uv run replay` writes, tokenised and
+scored as composer-prime's trainer does it (trainer/preference.py); DPO (reference log-probs from the policy
+as it is when the trainer is built) or SimPO, from loss/preference.py. L_pref is the mean over the step's
 `pairs_per_step` pairs, drawn from (seed, step).
 """
 
@@ -38,7 +38,7 @@ from pydantic_config import BaseConfig
 from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 from trl import GRPOTrainer
-from trl.trainer.utils import selective_log_softmax
+from trl.trainer.utils import pad
 
 from composer_prime.errors import UserError
 from composer_prime.configs.hints import TemplateWriterConfig
@@ -46,11 +46,10 @@ from composer_prime.hints.context import teacher_messages
 from composer_prime.hints.detect import detect_errors
 from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.loss.jsd import chunked_generalized_jsd, sparse_generalized_jsd
-from composer_prime.loss.preference import PreferenceOutput, add_chosen_nll, dpo_loss, sequence_logprobs, simpo_loss
+from composer_prime.loss.preference import PreferenceOutput
 from composer_prime.loss.topk import extract_topk
 from composer_prime.chat import ChatMessage
-from composer_prime.pairs import read_pairs
-from composer_prime.trainer.preference import TokenizedPair, tokenize_pair
+from composer_prime.trainer.preference import TokenizedPair, pair_loss, read_tokenized_pairs, reference_logprobs
 
 FeedbackFunc = Callable[[list, list], Sequence[str | None]]
 """`(prompts, completions) -> one explanation per completion (None where there is none)`, TRL's batch shapes."""
@@ -94,16 +93,10 @@ class ComposerChannelsConfig(BaseConfig):
     preference: PreferenceChannelConfig = PreferenceChannelConfig()
 
 
-def teacher_prompt_ids(
-    tokenizer: PreTrainedTokenizerBase,
-    prompts: list[list[dict]],
-    completions: list[list[dict]],
-    rewards: Sequence[float],
-    truncated: Sequence[bool],
-    config: HintChannelConfig,
-    feedback: Sequence[str | None] | None = None,
-    chat_template_kwargs: dict[str, Any] | None = None,
-) -> list[list[int] | None]:
+def teacher_prompt_ids(tokenizer: PreTrainedTokenizerBase, prompts: list[list[dict]], completions: list[list[dict]],
+                       rewards: Sequence[float], truncated: Sequence[bool], config: HintChannelConfig,
+                       feedback: Sequence[str | None] | None = None, chat_template_kwargs: dict[str, Any] | None = None
+                       ) -> list[list[int] | None]:
     """The hinted teacher context's token ids for each completion with an error site on its turn, else None."""
     writer = TemplateHintWriter(TemplateWriterConfig(templates=config.templates))
     out: list[list[int] | None] = []
@@ -130,14 +123,8 @@ def teacher_prompt_ids(
 
 def left_pad(rows: list[list[int]], pad_id: int, device: torch.device | None = None) -> tuple[Tensor, Tensor]:
     """`[B, L]` ids padded on the left (as TRL pads prompts) and their attention mask."""
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long, device=device)
-    mask = torch.zeros((len(rows), width), dtype=torch.long, device=device)
-    for i, row in enumerate(rows):
-        if row:
-            ids[i, width - len(row):] = torch.tensor(row, dtype=torch.long, device=device)
-            mask[i, width - len(row):] = 1
-    return ids, mask
+    ids = [torch.tensor(row, dtype=torch.long, device=device) for row in rows]
+    return pad(ids, pad_id, padding_side="left"), pad([torch.ones_like(i) for i in ids], padding_side="left")
 
 
 def completion_logits(model: torch.nn.Module, prompt_ids: Tensor, prompt_mask: Tensor, completion_ids: Tensor,
@@ -176,25 +163,10 @@ class ReplayPairs:
             raise UserError("preference.weight > 0 needs preference.pairs (a pairs.jsonl from `uv run replay`)")
         self.config, self.device = config, device
         self.beta = config.beta or (0.1 if config.variant == "dpo" else 2.0)
-        tokenized = []
-        for pair in read_pairs(config.pairs):
-            try:
-                t = tokenize_pair(pair, tokenizer)
-            except ValueError as exc:
-                raise UserError(f"{config.pairs}: pair {pair.id}: {exc}") from None
-            if len(t.prompt_ids) + max(len(t.chosen_ids), len(t.rejected_ids)) <= config.max_tokens:
-                tokenized.append(t)
-        if not tokenized:
+        self.pairs, _ = read_tokenized_pairs(config.pairs, tokenizer, config.max_tokens)
+        if not self.pairs:
             raise UserError(f"{config.pairs}: no pair fits in max_tokens {config.max_tokens}")
-        self.pairs = tokenized
-        self.reference: dict[str, tuple[float, float]] = {}
-        if config.variant == "dpo":
-            with torch.no_grad():
-                for start in range(0, len(tokenized), 16):
-                    chunk = tokenized[start:start + 16]
-                    summed, _ = self._sequence_logprobs(reference_model, chunk)
-                    b = len(chunk)
-                    self.reference |= {p.id: (c, r) for p, c, r in zip(chunk, summed[:b].tolist(), summed[b:].tolist())}
+        self.reference = reference_logprobs(reference_model, self.pairs, device) if config.variant == "dpo" else {}
 
     def step_pairs(self, step: int) -> list[TokenizedPair]:
         """The step's pairs: a fixed function of (seed, step), so a resumed run draws the same ones."""
@@ -202,32 +174,8 @@ class ReplayPairs:
         picks = np.random.default_rng([self.config.seed, step]).choice(len(self.pairs), size=n, replace=n > len(self.pairs))
         return [self.pairs[i] for i in picks]
 
-    def _sequence_logprobs(self, model, pairs: list[TokenizedPair]) -> tuple[Tensor, Tensor]:
-        """Summed and averaged answer log-probs, `[2B]` each: chosen rows first, then rejected."""
-        rows = [p.prompt_ids + p.chosen_ids for p in pairs] + [p.prompt_ids + p.rejected_ids for p in pairs]
-        starts = [len(p.prompt_ids) for p in pairs] * 2
-        width = max(len(r) for r in rows)
-        ids = torch.zeros((len(rows), width), dtype=torch.long, device=self.device)
-        attention = torch.zeros_like(ids)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
-            attention[i, : len(row)] = 1
-        answer = attention.clone()
-        for i, start in enumerate(starts):
-            answer[i, :start] = 0
-        logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits
-        logps = selective_log_softmax(logits[:, :-1], ids[:, 1:])
-        return sequence_logprobs(logps, answer[:, 1:])
-
     def loss(self, model, pairs: list[TokenizedPair]) -> PreferenceOutput:
-        summed, averaged = self._sequence_logprobs(model, pairs)
-        b, cfg = len(pairs), self.config
-        if cfg.variant == "simpo":
-            out = simpo_loss(averaged[:b], averaged[b:], beta=self.beta, gamma=cfg.gamma, label_smoothing=cfg.label_smoothing)
-        else:
-            ref = torch.tensor([self.reference[p.id] for p in pairs], dtype=summed.dtype, device=summed.device)
-            out = dpo_loss(summed[:b], summed[b:], ref[:, 0], ref[:, 1], beta=self.beta, label_smoothing=cfg.label_smoothing)
-        return add_chosen_nll(out, averaged[:b], cfg.nll_weight) if cfg.nll_weight else out
+        return pair_loss(model, pairs, self.device, self.config, self.beta, self.reference)
 
 
 class ComposerGRPOTrainer(GRPOTrainer):

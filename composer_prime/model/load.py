@@ -49,12 +49,8 @@ def load_model(config: ModelConfig, device: torch.device | None = None) -> PreTr
     _check_path(config.path)
     device = device or resolve_device(config)
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            config.path,
-            dtype=resolve_dtype(config, device),
-            trust_remote_code=config.trust_remote_code,
-            attn_implementation="sdpa",
-        )
+        model = AutoModelForCausalLM.from_pretrained(config.path, dtype=resolve_dtype(config, device),
+                                                     trust_remote_code=config.trust_remote_code, attn_implementation="sdpa")
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot load model from {config.path}: {str(exc).splitlines()[0]}") from None
     return model.to(device)

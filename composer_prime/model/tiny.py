@@ -19,15 +19,8 @@ import torch
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import (
-    AutoConfig,
-    AutoModelForCausalLM,
-    GenerationConfig,
-    PretrainedConfig,
-    PreTrainedModel,
-    PreTrainedTokenizerBase,
-    PreTrainedTokenizerFast,
-)
+from transformers import (AutoConfig, AutoModelForCausalLM, GenerationConfig, PretrainedConfig, PreTrainedModel,
+                          PreTrainedTokenizerBase, PreTrainedTokenizerFast)
 
 from composer_prime.cli import run_cli
 from composer_prime.configs.shared import ModelConfig

@@ -21,15 +21,12 @@ def overlong_penalty(completion_len: int, max_tokens: int, buffer: int, penalty:
     return -penalty * min(completion_len - start, buffer) / buffer
 
 
-def penalized_rewards(
-    rewards: Sequence[float], completion_lens: Sequence[int], max_tokens: int, overlong: OverlongConfig | None
-) -> list[float]:
+def penalized_rewards(rewards: Sequence[float], completion_lens: Sequence[int], max_tokens: int,
+                      overlong: OverlongConfig | None) -> list[float]:
     if overlong is None:
         return [float(r) for r in rewards]
-    return [
-        float(r) + overlong_penalty(n, max_tokens, overlong.buffer, overlong.penalty)
-        for r, n in zip(rewards, completion_lens, strict=True)
-    ]
+    return [float(r) + overlong_penalty(n, max_tokens, overlong.buffer, overlong.penalty)
+            for r, n in zip(rewards, completion_lens, strict=True)]
 
 
 def is_uniform(rewards: Sequence[float]) -> bool:

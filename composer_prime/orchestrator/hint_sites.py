@@ -91,14 +91,9 @@ def pick_sites(groups: list[list[Rollout]], limit: int) -> list[Rollout]:
     return picked[:limit]
 
 
-async def build_hint_sites(
-    rollouts: list[Rollout],
-    hints: HintsConfig,
-    writer: TemplateHintWriter,
-    tokenizer: PreTrainedTokenizerBase,
-    client: InferenceClient,
-    temperature: float,
-) -> list[HintSite]:
+async def build_hint_sites(rollouts: list[Rollout], hints: HintsConfig, writer: TemplateHintWriter,
+                           tokenizer: PreTrainedTokenizerBase, client: InferenceClient, temperature: float
+                           ) -> list[HintSite]:
     """One site per rollout, on the turn of its first error (single-turn rollouts: the only turn)."""
 
     async def site(rollout: Rollout) -> HintSite:

@@ -105,16 +105,8 @@ def _micro_batch(rows: list[dict[str, np.ndarray]]) -> MicroBatch:
     return MicroBatch(**{key: Array.from_numpy(np.stack([r[key] for r in rows])) for key in rows[0]})
 
 
-def pack_step(
-    samples: list[Sample],
-    *,
-    step: int,
-    seq_len: int,
-    micro_batch_rows: int,
-    world_size: int,
-    pad_token_id: int,
-    temperature: float,
-) -> list[TrainBatch]:
+def pack_step(samples: list[Sample], *, step: int, seq_len: int, micro_batch_rows: int, world_size: int,
+              pad_token_id: int, temperature: float) -> list[TrainBatch]:
     """One TrainBatch per rank (index = rank). Policy versions are the step's min/max over all samples."""
     for s in samples:
         if len(s.completion_ids) != len(s.completion_logprobs):
@@ -141,16 +133,7 @@ def pack_step(
     for rank, rank_rows in enumerate(per_rank):
         dense = [_row(r, seq_len, pad_token_id) for r in rank_rows] + [padding] * (rows_per_rank - len(rank_rows))
         micro = [_micro_batch(dense[i : i + micro_batch_rows]) for i in range(0, rows_per_rank, micro_batch_rows)]
-        batches.append(
-            TrainBatch(
-                step=step,
-                rank=rank,
-                world_size=world_size,
-                temperature=temperature,
-                num_loss_tokens=num_loss_tokens,
-                micro_batches=micro,
-                min_policy_version=min(versions),
-                max_policy_version=max(versions),
-            )
-        )
+        batches.append(TrainBatch(step=step, rank=rank, world_size=world_size, temperature=temperature,
+                                  num_loss_tokens=num_loss_tokens, micro_batches=micro,
+                                  min_policy_version=min(versions), max_policy_version=max(versions)))
     return batches

@@ -16,7 +16,6 @@ the upload is repaired at start-up (`mirror_missing`).
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,12 +24,11 @@ from composer_prime.batch import TrainBatch, batch_path, store_batch_key, store_
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from composer_prime.store import Store
-from composer_prime.utils.fs import atomic_publish_dir, atomic_write_bytes
+from composer_prime.utils.fs import atomic_publish_dir, atomic_write_bytes, step_dirs
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
 from composer_prime.verify.step_seal import seal_step
 
 METRICS_FILE = "orchestrator_metrics.json"
-_STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
 def step_dir(output_dir: Path, step: int) -> Path:
@@ -74,15 +72,8 @@ def mirror_missing(store: Store, key: Ed25519PrivateKey, output_dir: Path, world
 
 def completed_steps(output_dir: Path, world_size: int) -> list[int]:
     """Steps whose batches exist for every rank, ascending."""
-    root = Path(output_dir) / "rollouts"
-    if not root.is_dir():
-        return []
-    steps = []
-    for child in root.iterdir():
-        match = _STEP_DIR.match(child.name)
-        if match and all(batch_path(output_dir, int(match.group(1)), r).is_file() for r in range(world_size)):
-            steps.append(int(match.group(1)))
-    return sorted(steps)
+    steps = step_dirs(Path(output_dir) / "rollouts")
+    return sorted(s for s in steps if all(batch_path(output_dir, s, r).is_file() for r in range(world_size)))
 
 
 def next_step(output_dir: Path, world_size: int) -> int:

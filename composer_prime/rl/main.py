@@ -18,10 +18,10 @@ from pathlib import Path
 from rich.console import Console
 
 from composer_prime.cli import run_cli
-from composer_prime.configs.rl import RLConfig
 from composer_prime.configs.shared import write_config
 from composer_prime.errors import UserError
 from composer_prime.heldout.headline import headline
+from composer_prime.rl.config import RLConfig
 from composer_prime.utils.metrics import MetricsFollower, read_metrics
 from composer_prime.utils.net import check_port_free, free_port
 from composer_prime.utils.processes import Child, spawn, stop
@@ -46,14 +46,11 @@ def preflight(config: RLConfig) -> None:
 def commands(config: RLConfig, config_dir: Path) -> dict[str, list[str]]:
     py = sys.executable
     trainer_cfg = str(write_config(config.trainer, config_dir / "trainer.toml"))
+    trainer = [py, "-m", "composer_prime.trainer.main", "@", trainer_cfg]
     if config.num_train_processes > 1:
-        trainer = [
-            py, "-m", "torch.distributed.run", "--nproc-per-node", str(config.num_train_processes),
-            "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
-            "-m", "composer_prime.trainer.main", "@", trainer_cfg,
-        ]
-    else:
-        trainer = [py, "-m", "composer_prime.trainer.main", "@", trainer_cfg]
+        # torchrun in front of the same module: it runs one copy per rank
+        trainer[1:1] = ["-m", "torch.distributed.run", "--nproc-per-node", str(config.num_train_processes),
+                        "--master-addr", "127.0.0.1", "--master-port", str(free_port())]
     return {
         "inference": [py, "-m", "composer_prime.inference.main", "@",
                       str(write_config(config.inference, config_dir / "inference.toml"))],

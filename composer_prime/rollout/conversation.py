@@ -27,7 +27,6 @@ from transformers import PreTrainedTokenizerBase
 from composer_prime.tool_calls import native_tool_support, with_tools
 
 
-
 class TemplateMismatch(Exception):
     """The chat template's rendering of the longer conversation does not extend the sequence so far."""
 

@@ -99,12 +99,8 @@ def _prompt(data: vf.TaskData) -> list[dict[str, str]]:
 
 def _example(split: Split, task: vf.Task) -> Example:
     answer = getattr(task.data, "answer", None)
-    return Example(
-        id=f"{split}/{task.data.idx}",
-        prompt=_prompt(task.data),
-        answer=answer if isinstance(answer, str) else None,
-        task=task,
-    )
+    return Example(id=f"{split}/{task.data.idx}", prompt=_prompt(task.data),
+                   answer=answer if isinstance(answer, str) else None, task=task)
 
 
 class Environment:
@@ -136,11 +132,8 @@ class Environment:
             MessageNode(message=m, parent=i - 1 if i else None, sampled=i == len(messages) - 1)
             for i, m in enumerate(messages)
         ]
-        trace = vf.Trace(
-            task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
-            agent=_AGENT,
-            nodes=nodes,
-        )
+        trace = vf.Trace(task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
+                         agent=_AGENT, nodes=nodes)
         await task.score(trace)
         metrics = {name: r.score for name, r in trace.rewards.items() if r is not None}
         metrics |= {name: value for name, value in trace.metrics.items() if value is not None}

@@ -37,7 +37,8 @@ def master_dtype(config: TrainerConfig, world: World) -> torch.dtype:
 def build_train_model(config: TrainerConfig, world: World) -> torch.nn.Module:
     """Load, adapt and (on several ranks) shard the model; every rank calls it."""
     compute, master = compute_dtype(config, world), master_dtype(config, world)
-    model = load_train_model(config.model.model_copy(update={"dtype": _dtype_name(master)}), world.device)
+    master_config = config.model.model_copy(update={"dtype": str(master).removeprefix("torch.")})
+    model = load_train_model(master_config, world.device)
     model.config.dtype = compute  # what the published config.json states: versions are cast to it
     if config.activation_checkpointing:
         _checkpoint_layers(model)
@@ -83,7 +84,3 @@ def _forward_in(model: torch.nn.Module, dtype: torch.dtype, device: torch.device
             return forward(*args, **kwargs)
 
     model.forward = autocast_forward
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")

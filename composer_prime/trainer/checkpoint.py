@@ -12,7 +12,6 @@ temporary directories left by a crash are ignored and removed at the next start.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -20,21 +19,16 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.metadata import TensorStorageMetadata
-from torch.distributed.checkpoint.state_dict import (
-    get_model_state_dict,
-    get_optimizer_state_dict,
-    set_model_state_dict,
-    set_optimizer_state_dict,
-)
+from torch.distributed.checkpoint.state_dict import (get_model_state_dict, get_optimizer_state_dict,
+                                                     set_model_state_dict, set_optimizer_state_dict)
 
 from composer_prime.errors import UserError
-from composer_prime.utils.fs import atomic_publish_dir
+from composer_prime.utils.fs import atomic_publish_dir, remove_hidden, step_dirs
 from composer_prime.weights import copy_model_assets
 
 # 1: whole-model torch.save files (model.pt, optimizer.pt); 2: sharded `state/`.
 CHECKPOINT_FORMAT = 2
 STATE_DIR = "state"
-_STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
 def checkpoint_root(output_dir: Path) -> Path:
@@ -50,10 +44,7 @@ def staging_dir(output_dir: Path, step: int) -> Path:
 
 
 def list_checkpoints(output_dir: Path) -> list[int]:
-    root = checkpoint_root(output_dir)
-    if not root.is_dir():
-        return []
-    return sorted(int(m.group(1)) for child in root.iterdir() if (m := _STEP_DIR.match(child.name)))
+    return sorted(step_dirs(checkpoint_root(output_dir)))
 
 
 def remove_checkpoints_after(output_dir: Path, step: int) -> None:
@@ -65,24 +56,7 @@ def remove_checkpoints_after(output_dir: Path, step: int) -> None:
 
 def remove_staging_dirs(output_dir: Path) -> None:
     """Drop half-written checkpoints of a crashed run."""
-    root = checkpoint_root(output_dir)
-    if root.is_dir():
-        for child in root.iterdir():
-            if child.name.startswith("."):
-                shutil.rmtree(child, ignore_errors=True)
-
-
-def rng_state() -> dict[str, object]:
-    state: dict[str, object] = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["cpu"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    remove_hidden(checkpoint_root(output_dir))
 
 
 def begin_checkpoint(output_dir: Path, step: int) -> Path:
@@ -94,7 +68,10 @@ def begin_checkpoint(output_dir: Path, step: int) -> Path:
 
 
 def write_rng(staging: Path, rank: int) -> None:
-    torch.save(rng_state(), staging / f"rng_rank_{rank}.pt")
+    state: dict[str, object] = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    torch.save(state, staging / f"rng_rank_{rank}.pt")
 
 
 def save_train_state(staging: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
@@ -177,7 +154,11 @@ def load_diloco(path: Path) -> dict | None:
     return torch.load(file, map_location="cpu", weights_only=True) if file.is_file() else None
 
 
-def load_rng(path: Path, rank: int) -> dict | None:
-    """This rank's RNG states, or None when the checkpoint was written by fewer ranks."""
+def restore_rng(path: Path, rank: int) -> None:
+    """Set this rank's RNG states as the checkpoint saved them; one written by fewer ranks has none for it."""
     file = path / f"rng_rank_{rank}.pt"
-    return torch.load(file, weights_only=True) if file.is_file() else None
+    if file.is_file():
+        state = torch.load(file, weights_only=True)
+        torch.set_rng_state(state["cpu"])
+        if "cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda"])

@@ -20,6 +20,8 @@ from composer_prime.verify.step_seal import StepRefused, check_rank
 logger = logging.getLogger(__name__)
 
 _POLL_S = 0.05
+_DTYPES = {"input_ids": torch.long, "position_ids": torch.long, "loss_mask": torch.bool, "advantages": torch.float32,
+           "inference_logprobs": torch.float32}  # each MicroBatch array as the trainer reads it
 _STORE_POLL_S = 0.5  # each look at an object store is a request
 
 
@@ -95,16 +97,8 @@ class MicroBatchTensors:
 
     @classmethod
     def from_message(cls, micro: MicroBatch, device: torch.device) -> MicroBatchTensors:
-        def move(array, dtype):
-            return array.torch().to(device=device, dtype=dtype, non_blocking=True)
-
-        return cls(
-            input_ids=move(micro.input_ids, torch.long),
-            position_ids=move(micro.position_ids, torch.long),
-            loss_mask=move(micro.loss_mask, torch.bool),
-            advantages=move(micro.advantages, torch.float32),
-            inference_logprobs=move(micro.inference_logprobs, torch.float32),
-        )
+        return cls(**{name: getattr(micro, name).torch().to(device=device, dtype=dtype, non_blocking=True)
+                      for name, dtype in _DTYPES.items()})
 
     @classmethod
     def placeholder(cls, device: torch.device) -> MicroBatchTensors:

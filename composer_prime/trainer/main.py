@@ -28,23 +28,13 @@ from composer_prime.trainer import checkpoint as ckpt
 from composer_prime.trainer.build import build_train_model, inference_state_dict
 from composer_prime.trainer.channels import LossChannel, build_channels
 from composer_prime.trainer.data import own_share, wait_for_batch
-from composer_prime.trainer.parallel import (
-    World,
-    barrier,
-    close_world,
-    init_world,
-)
+from composer_prime.trainer.parallel import World, barrier, close_world, init_world
 from composer_prime.trainer.diloco_site import DiLoCoTrainerSite
 from composer_prime.trainer.progress import StepReporter
 from composer_prime.trainer.step import learning_rate, train_step
+from composer_prime.utils.fs import remove_hidden
 from composer_prime.utils.metrics import MetricsLogger, read_metrics
-from composer_prime.weights import (
-    broadcast_root,
-    list_versions,
-    prune_versions,
-    publish_weights,
-    version_dir,
-)
+from composer_prime.weights import broadcast_root, list_versions, prune_versions, publish_weights, version_dir
 
 logger = logging.getLogger("composer_prime.trainer")
 
@@ -57,8 +47,7 @@ def _resume(config: TrainerConfig, model, optimizer, world: World) -> int:
     step = steps[-1]
     path = ckpt.checkpoint_dir(config.output_dir, step)
     ckpt.load_train_state(path, model, optimizer)
-    if (rng := ckpt.load_rng(path, world.rank)) is not None:
-        ckpt.set_rng_state(rng)
+    ckpt.restore_rng(path, world.rank)
     logger.info("resumed from %s", path)
     return step
 
@@ -68,11 +57,7 @@ def _drop_versions_after(config: TrainerConfig, step: int) -> None:
     for version in list_versions(config.output_dir):
         if version > step:
             shutil.rmtree(version_dir(config.output_dir, version), ignore_errors=True)
-    root = broadcast_root(config.output_dir)
-    if root.is_dir():
-        for child in root.iterdir():
-            if child.name.startswith("."):  # half-written versions
-                shutil.rmtree(child, ignore_errors=True)
+    remove_hidden(broadcast_root(config.output_dir))  # half-written versions
 
 
 def _checkpoint(config: TrainerConfig, step: int, model, optimizer, world: World, site: DiLoCoTrainerSite | None,

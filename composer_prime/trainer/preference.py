@@ -79,6 +79,22 @@ def tokenize_pair(pair: PreferencePair, tokenizer: PreTrainedTokenizerBase) -> T
     return TokenizedPair(pair.id, prompt, answer(pair.chosen), answer(pair.rejected))
 
 
+def read_tokenized_pairs(path: Path, tokenizer: PreTrainedTokenizerBase, max_tokens: int
+                         ) -> tuple[list[TokenizedPair], int]:
+    """The pairs of `path` tokenised, less those over `max_tokens` (prompt + answer); and how many those were."""
+    kept, skipped = [], 0
+    for pair in read_pairs(path):
+        try:
+            t = tokenize_pair(pair, tokenizer)
+        except ValueError as exc:
+            raise UserError(f"{path}: pair {pair.id}: {exc}") from None
+        if len(t.prompt_ids) + max(len(t.chosen_ids), len(t.rejected_ids)) > max_tokens:
+            skipped += 1
+        else:
+            kept.append(t)
+    return kept, skipped
+
+
 def pair_logprobs(model: torch.nn.Module, pairs: list[TokenizedPair], device: torch.device) -> tuple[Tensor, Tensor]:
     """Token log-probs `[2B, L]` (chosen rows first, then rejected) and the answer mask, one forward."""
     seqs = [p.prompt_ids + p.chosen_ids for p in pairs] + [p.prompt_ids + p.rejected_ids for p in pairs]
@@ -94,6 +110,33 @@ def pair_logprobs(model: torch.nn.Module, pairs: list[TokenizedPair], device: to
     return token_logprobs(logits, ids_t, 1.0), torch.from_numpy(mask).to(device)
 
 
+@torch.no_grad()
+def reference_logprobs(model: torch.nn.Module, pairs: list[TokenizedPair], device: torch.device
+                       ) -> dict[str, tuple[float, float]]:
+    """Pair id -> summed log-probs of its (chosen, rejected) answer under `model`: DPO's reference."""
+    reference = {}
+    for chunk in _chunks(pairs, 16):
+        summed, _ = sequence_logprobs(*pair_logprobs(model, chunk, device))
+        chosen, rejected = summed[: len(chunk)].tolist(), summed[len(chunk) :].tolist()
+        reference |= {p.id: (c, r) for p, c, r in zip(chunk, chosen, rejected)}
+    return reference
+
+
+def pair_loss(model: torch.nn.Module, pairs: list[TokenizedPair], device: torch.device, config: PreferenceLossConfig,
+              beta: float, reference: dict[str, tuple[float, float]]) -> PreferenceOutput:
+    """DPO (against `reference`) or SimPO of `pairs` under `model`, plus RPO's NLL term with `config.nll_weight`.
+    `config` needs only `variant`, `gamma`, `label_smoothing` and `nll_weight` (the TRL integration's has them)."""
+    summed, averaged = sequence_logprobs(*pair_logprobs(model, pairs, device))
+    b = len(pairs)
+    if config.variant == "simpo":
+        out = simpo_loss(averaged[:b], averaged[b:], beta=beta, gamma=config.gamma,
+                         label_smoothing=config.label_smoothing)
+    else:
+        ref = torch.tensor([reference[p.id] for p in pairs], dtype=summed.dtype, device=device)
+        out = dpo_loss(summed[:b], summed[b:], ref[:, 0], ref[:, 1], beta=beta, label_smoothing=config.label_smoothing)
+    return add_chosen_nll(out, averaged[:b], config.nll_weight) if config.nll_weight else out
+
+
 class PreferenceChannel:
     """beta_w * mean over the step's pairs of the DPO / SimPO loss, plus held-out accuracy (a LossChannel)."""
 
@@ -103,23 +146,14 @@ class PreferenceChannel:
         self.config, self.seed, self.weight = config, seed, config.weight
         self.beta = config.beta or (0.1 if config.variant == "dpo" else 2.0)
         self.cache_path = Path(output_dir) / "preference" / "reference.json"
-        pairs = read_pairs(config.pairs)
-        tokenized, skipped = [], 0
-        for pair in pairs:
-            try:
-                t = tokenize_pair(pair, tokenizer)
-            except ValueError as exc:
-                raise UserError(f"{config.pairs}: pair {pair.id}: {exc}") from None
-            if len(t.prompt_ids) + max(len(t.chosen_ids), len(t.rejected_ids)) > config.max_tokens:
-                skipped += 1
-                continue
-            tokenized.append(t)
+        tokenized, skipped = read_tokenized_pairs(config.pairs, tokenizer, config.max_tokens)
         if skipped:
             logger.warning("preference: skipped %d pairs longer than max_tokens %d", skipped, config.max_tokens)
         self.train = [p for p in tokenized if not _held_out(p.id, config.eval_fraction)]
         self.eval = [p for p in tokenized if _held_out(p.id, config.eval_fraction)]
         if not self.train:
-            raise UserError(f"{config.pairs}: no training pairs left (of {len(pairs)}; {skipped} too long)")
+            raise UserError(f"{config.pairs}: no training pairs left (of {len(tokenized) + skipped}; "
+                            f"{skipped} too long)")
         self.reference: dict[str, tuple[float, float]] = {}
         logger.info("preference: %d train pairs, %d held out, %s beta %g", len(self.train), len(self.eval),
                     config.variant, self.beta)
@@ -138,27 +172,10 @@ class PreferenceChannel:
                 self.reference = {k: tuple(v) for k, v in cached["logps"].items()}
                 return
             raise UserError(f"{self.cache_path} was computed for another pairs file; remove it or use a new output_dir")
-        with torch.no_grad():
-            for pairs in _chunks(self.train + self.eval, 16):
-                summed, _ = sequence_logprobs(*pair_logprobs(model, pairs, device))
-                chosen, rejected = summed[: len(pairs)].tolist(), summed[len(pairs) :].tolist()
-                self.reference |= {p.id: (c, r) for p, c, r in zip(pairs, chosen, rejected)}
+        self.reference = reference_logprobs(model, self.train + self.eval, device)
         if write:
             body = {"pairs_sha256": digest, "logps": self.reference}
             atomic_write_bytes(self.cache_path, json.dumps(body).encode())
-
-    def _output(self, model, pairs: list[TokenizedPair], device) -> PreferenceOutput:
-        logprobs, mask = pair_logprobs(model, pairs, device)
-        summed, averaged = sequence_logprobs(logprobs, mask)
-        b = len(pairs)
-        if self.config.variant == "simpo":
-            out = simpo_loss(averaged[:b], averaged[b:], beta=self.beta, gamma=self.config.gamma,
-                             label_smoothing=self.config.label_smoothing)
-        else:
-            ref = torch.tensor([self.reference[p.id] for p in pairs], dtype=summed.dtype, device=device)
-            out = dpo_loss(summed[:b], summed[b:], ref[:, 0], ref[:, 1], beta=self.beta,
-                           label_smoothing=self.config.label_smoothing)
-        return add_chosen_nll(out, averaged[:b], self.config.nll_weight) if self.config.nll_weight else out
 
     def step_pairs(self, step: int, rank: int, world_size: int) -> list[TokenizedPair]:
         """This rank's share of the step's pairs: a fixed function of (seed, step), so resume repeats it."""
@@ -188,7 +205,7 @@ class PreferenceChannel:
 
     def loss(self, model, pairs: list[TokenizedPair], device) -> tuple[Tensor, dict[str, Tensor]]:
         """Summed pair loss of this rank's pairs (the trainer divides by pairs_per_step) and summed diagnostics."""
-        out = self._output(model, pairs, device)
+        out = pair_loss(model, pairs, device, self.config, self.beta, self.reference)
         values = ((out.margins > 0), out.margins, out.chosen_rewards, out.rejected_rewards)
         return out.losses.sum(), {k: v.double() for k, v in zip(_METRICS, values)}
 
@@ -197,7 +214,8 @@ class PreferenceChannel:
         """Held-out accuracy and mean margin (every rank computes the same numbers)."""
         if not self.eval:
             return {}
-        margins = torch.cat([self._output(model, pairs, device).margins for pairs in _chunks(self.eval, 16)])
+        margins = torch.cat([pair_loss(model, pairs, device, self.config, self.beta, self.reference).margins
+                             for pairs in _chunks(self.eval, 16)])
         return {"preference/eval_accuracy": float((margins > 0).double().mean()),
                 "preference/eval_margin": float(margins.double().mean())}
 

@@ -77,12 +77,8 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: 
 
     keys = sorted(metric_sums)
     values = torch.stack([loss_sum, *(metric_sums[k] for k in keys)]).tolist()  # one device sync
-    local = {
-        "loss_sum": values[0],
-        "num_tokens": num_tokens,
-        "sums": sums,
-        "metrics": {k: [v, metric_counts[k]] for k, v in zip(keys, values[1:])},
-    }
+    local = {"loss_sum": values[0], "num_tokens": num_tokens, "sums": sums,
+             "metrics": {k: [v, metric_counts[k]] for k, v in zip(keys, values[1:])}}
     ranks = all_gather_json(local, world)
     totals: dict[str, list[float]] = {}
     for r in ranks:
@@ -99,10 +95,5 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: 
             channel_losses[channel.name], metrics = channel.finish(part_totals, batch)
             loss_metrics |= metrics
             loss += channel.weight * channel_losses[channel.name]
-    return StepResult(
-        loss=loss,
-        grad_norm=float(grad_norm),
-        loss_metrics=loss_metrics,
-        num_tokens=sum(r["num_tokens"] for r in ranks),
-        channel_losses=channel_losses,
-    )
+    return StepResult(loss=loss, grad_norm=float(grad_norm), loss_metrics=loss_metrics,
+                      num_tokens=sum(r["num_tokens"] for r in ranks), channel_losses=channel_losses)

@@ -1,11 +1,18 @@
-"""Crash-safe file writes: readers see a complete file or none, never half of one."""
+"""Crash-safe file writes: readers see a complete file or none, never half of one.
+
+Published directories are named `step_<N>`; what a crash leaves behind is dot-named (staged
+directories, replaced copies), so readers never list it and the next start deletes it.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
+
+_STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -31,3 +38,18 @@ def atomic_publish_dir(tmp_dir: Path, final_dir: Path) -> None:
         shutil.rmtree(trash, ignore_errors=True)
     else:
         os.replace(tmp_dir, final_dir)
+
+
+def step_dirs(root: Path) -> dict[int, Path]:
+    """The `root/step_<N>` directories by N; none when `root` does not exist."""
+    root = Path(root)
+    if not root.is_dir():
+        return {}
+    return {int(m.group(1)): child for child in root.iterdir() if (m := _STEP_DIR.match(child.name))}
+
+
+def remove_hidden(root: Path) -> None:
+    """Delete the dot-named directories a crash left under `root`."""
+    for child in Path(root).iterdir() if Path(root).is_dir() else ():
+        if child.name.startswith("."):
+            shutil.rmtree(child, ignore_errors=True)

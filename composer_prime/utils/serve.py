@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import uvicorn
 
@@ -24,13 +25,12 @@ class ServedApp:
 
     def start(self) -> ServedApp:
         self.thread.start()
-        ready = threading.Event()
         for _ in range(int(self._timeout_s / 0.01)):
             if self.server.started:
                 return self
             if not self.thread.is_alive():
                 break
-            ready.wait(0.01)
+            time.sleep(0.01)
         raise RuntimeError(f"server on {self.url} did not start")
 
     def stop(self) -> None:

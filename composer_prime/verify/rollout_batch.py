@@ -7,6 +7,7 @@ exact `payload` bytes (the encoded RolloutBatch), so verification needs no canon
 from __future__ import annotations
 
 import msgspec
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 ROLLOUT_SCHEMA = 1
 
@@ -41,6 +42,16 @@ class SignedBatch(msgspec.Struct, frozen=True):
     signature: bytes
     """Ed25519 over `payload` with the worker's key."""
     schema_version: int = ROLLOUT_SCHEMA
+
+
+def sign_batch(batch: RolloutBatch, key: Ed25519PrivateKey) -> SignedBatch:
+    payload = msgspec.msgpack.encode(batch)
+    return SignedBatch(worker_id=batch.worker_id, payload=payload, signature=key.sign(payload))
+
+
+def signed_bytes(batch: RolloutBatch, key: Ed25519PrivateKey) -> bytes:
+    """What a worker uploads to the object store."""
+    return encode_signed(sign_batch(batch, key))
 
 
 def encode_signed(batch: SignedBatch) -> bytes:

@@ -2,8 +2,7 @@
 
 `ModelScorer` runs a teacher-forced forward of prompt + completion with the weights of the
 version the worker claims to have sampled from (trusted copies: the trainer's own broadcasts),
-in float32. `ServerScorer` asks a trusted inference server's POST /score instead (the server
-must hold that version; its answer says which it used).
+in float32.
 """
 
 from __future__ import annotations
@@ -12,10 +11,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import torch
-
-from composer_prime.inference.protocol import ScoreRequest, ScoreResponse
 
 
 class Scorer:
@@ -83,18 +79,3 @@ class ModelScorer(Scorer):
         """The last hidden states (the LM head's input), [len(token_ids), d]: what TOPLOC proofs commit to."""
         ids = torch.tensor([token_ids], device=self.device)
         return self.model(version)(ids, output_hidden_states=True).hidden_states[-1][0]
-
-
-class ServerScorer(Scorer):
-    def __init__(self, base_url: str, timeout_s: float = 120.0):
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s)
-
-    def logprobs(self, version: int, prompt_ids: list[int], completion_ids: list[int], temperature: float) -> list[float]:
-        request = ScoreRequest(prompt_token_ids=prompt_ids, completion_token_ids=completion_ids,
-                               temperature=temperature if temperature > 0 else 1.0)
-        response = self._http.post("/score", json=request.model_dump())
-        response.raise_for_status()
-        score = ScoreResponse.model_validate(response.json())
-        if score.weight_version != version:
-            raise LookupError(f"scoring server holds version {score.weight_version}, batch claims {version}")
-        return score.logprobs

@@ -39,7 +39,7 @@ def seal_message(step: int, rank_sha256: list[str]) -> bytes:
 def seal_step(key: Ed25519PrivateKey, step: int, rank_bytes: list[bytes]) -> bytes:
     """The COMPLETE marker's bytes for a step whose ranks' batches are `rank_bytes`."""
     digests = [hashlib.sha256(data).hexdigest() for data in rank_bytes]
-    signature = keys.sign(key, seal_message(step, digests)).hex()
+    signature = key.sign(seal_message(step, digests)).hex()
     return msgspec.json.encode(StepSeal(step=step, rank_sha256=digests, signature=signature))
 
 

@@ -60,9 +60,9 @@ def _activations(hidden: torch.Tensor, prompt_len: int) -> list[torch.Tensor]:
 
 
 def build_proofs(hidden: torch.Tensor, prompt_len: int, spec: ProofSpec) -> list[bytes]:
-    proofs = _toploc().build_proofs_bytes(_activations(hidden, prompt_len), decode_batching_size=spec.decode_batching_size,
-                                          topk=spec.topk, skip_prefill=False)
-    return list(proofs)
+    return list(_toploc().build_proofs_bytes(_activations(hidden, prompt_len),
+                                             decode_batching_size=spec.decode_batching_size, topk=spec.topk,
+                                             skip_prefill=False))
 
 
 def proof_mismatch(hidden: torch.Tensor, prompt_len: int, proofs: list[bytes], config: ToplocConfig) -> str | None:

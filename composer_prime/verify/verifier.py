@@ -67,7 +67,6 @@ class RolloutVerifier:
         self.config = config
         self.vocab_size = vocab_size
         self.seen: set[tuple[str, str]] = set()
-        self.forged = 0
         if config.toploc is not None:
             require_toploc()
             if type(scorer).hidden_states is Scorer.hidden_states:
@@ -86,18 +85,13 @@ class RolloutVerifier:
             return Decision("?", "?", batch_reason="malformed")
         if blame is not None and signed.worker_id != blame:
             return self._refuse(Decision(blame, "?"), "misplaced", 1)
-        decision = Decision(signed.worker_id, "?")
         entry = self.registry.workers.get(signed.worker_id)
-        if entry is None:
-            decision.batch_reason = "unregistered"
-            return decision
-        if entry.banned:
-            decision.batch_reason = "banned"
-            return decision
+        if entry is None or entry.banned:
+            return Decision(signed.worker_id, "?", batch_reason="unregistered" if entry is None else "banned")
         if not keys.verify(keys.parse_public_key(entry.public_key), signed.signature, signed.payload):
-            self.forged += 1
-            decision.batch_reason = "bad-signature"
-            return decision  # not counted against the named worker (see module docstring)
+            # Not counted against the named worker (see module docstring).
+            return Decision(signed.worker_id, "?", batch_reason="bad-signature")
+        decision = Decision(signed.worker_id, "?")
         try:
             batch = decode_batch(signed.payload)
         except (msgspec.DecodeError, msgspec.ValidationError):

@@ -39,9 +39,8 @@ from composer_prime.configs.rollout import EnvConfig, SamplingConfig
 from composer_prime.rollout.envs import Environment, load_environment
 from composer_prime.rollout.sampler import Sampler
 from composer_prime.rollout.single_turn import rollout_group
-from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample
+from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, signed_bytes
 from composer_prime.verify.scorer import ModelScorer
-from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.toploc import build_proofs, require_toploc
 from composer_prime.worker.journal import Journal
 
@@ -94,7 +93,7 @@ class Worker:
     async def heartbeat(self) -> HeartbeatResponse:
         now = time.time()
         uploaded = self.journal.uploaded_count()
-        signature = keys.sign(self.key, heartbeat_message(self.config.worker_id, now, self.version, uploaded)).hex()
+        signature = self.key.sign(heartbeat_message(self.config.worker_id, now, self.version, uploaded)).hex()
         beat = Heartbeat(worker_id=self.config.worker_id, time=now, weight_version=self.version,
                          batches_uploaded=uploaded, signature=signature)
         response = await self.http.post("/heartbeat", json=beat.model_dump())

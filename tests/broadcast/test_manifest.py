@@ -57,6 +57,6 @@ def test_keys_round_trip_through_files(tmp_path):
     assert keys.load_or_create_private_key(tmp_path / "run.key").public_key().public_bytes_raw() == key.public_key().public_bytes_raw()
     assert (tmp_path / "run.key").stat().st_mode & 0o777 == 0o600
     public = keys.load_public_key(tmp_path / "run.key.pub")
-    assert keys.verify(public, keys.sign(key, b"msg"), b"msg")
-    assert not keys.verify(public, keys.sign(key, b"msg"), b"msh")
+    assert keys.verify(public, key.sign(b"msg"), b"msg")
+    assert not keys.verify(public, key.sign(b"msg"), b"msh")
     assert keys.public_hex(keys.load_public_key(keys.public_hex(key))) == keys.public_hex(key)

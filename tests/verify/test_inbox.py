@@ -8,9 +8,8 @@ from composer_prime import keys
 from composer_prime.store import Store
 from composer_prime.configs.verify import VerifyConfig
 from composer_prime.verify.inbox import RolloutInbox
-from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample
+from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, signed_bytes
 from composer_prime.verify.scorer import Scorer
-from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.verifier import RolloutVerifier
 from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.coordinator.protocol import rollout_key

@@ -16,9 +16,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from composer_prime import keys
 from composer_prime.configs.verify import VerifyConfig
-from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, SignedBatch, encode_signed
+from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, SignedBatch, encode_signed, signed_bytes
 from composer_prime.verify.scorer import ModelScorer
-from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.verifier import RolloutVerifier
 from composer_prime.verify.worker_registry import WorkerRegistry
 

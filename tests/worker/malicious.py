@@ -36,9 +36,8 @@ from composer_prime import keys
 from composer_prime.model.noise import add_weight_noise_
 from composer_prime.configs.rollout import EnvConfig
 from composer_prime.rollout.envs import load_environment
-from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample
+from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, signed_bytes
 from composer_prime.verify.scorer import ModelScorer
-from composer_prime.verify.signing import signed_bytes
 from composer_prime.verify.toploc import build_proofs
 from composer_prime.coordinator.grants import UploadGrant, signed_grant_request
 from composer_prime.worker.main import new_batch_id

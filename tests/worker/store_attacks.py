@@ -16,7 +16,6 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from composer_prime import keys
 from composer_prime.coordinator.grants import UploadGrant, content_md5, grant_message
 
 REFUSED = {400, 401, 403, 404, 405, 411, 413, 422, 429}
@@ -57,7 +56,7 @@ def attack_store(target: Target) -> dict[str, dict[str, int]]:
     def grant(data: bytes, batch_id: str, worker_id: str | None = None) -> httpx.Response:
         """A grant request signed with this worker's key, for any batch id and claiming any worker."""
         claimed, md5, now = worker_id or target.worker_id, content_md5(data), time.time()
-        signature = keys.sign(target.key, grant_message(claimed, batch_id, len(data), md5, now)).hex()
+        signature = target.key.sign(grant_message(claimed, batch_id, len(data), md5, now)).hex()
         return http.post(f"{target.run_url}/grant", json={"worker_id": claimed, "batch_id": batch_id, "size": len(data),
                                                            "md5": md5, "time": now, "signature": signature})
 

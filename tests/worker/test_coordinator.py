@@ -23,7 +23,7 @@ INFO = JoinResponse(run_id="r", run_public_key="00" * 32, broadcast_servers=[], 
 def _beat(worker: str, key, t: float | None = None) -> dict:
     t = time.time() if t is None else t
     return {"worker_id": worker, "time": t, "weight_version": 3, "batches_uploaded": 1,
-            "signature": keys.sign(key, heartbeat_message(worker, t, 3, 1)).hex()}
+            "signature": key.sign(heartbeat_message(worker, t, 3, 1)).hex()}
 
 
 def test_join_and_heartbeats(tmp_path):

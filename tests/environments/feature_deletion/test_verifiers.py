@@ -16,6 +16,7 @@ from feature_deletion.tools import TOOL_NAMES, Workspace
 from feature_deletion.toolset import TOOL_SCHEMAS
 
 BIN = Path(sys.executable).parent
+WARMSTART = Path(__file__).resolve().parents[3] / "configs/quickstart/warmstart"
 GRADING_METRICS = {"f2p_passed", "f2p_total", "p2p_passed", "p2p_total", "tool_calls", "tool_errors", "turns"}
 
 
@@ -42,6 +43,35 @@ def _traces(out: Path) -> dict[str, dict]:
     (path,) = out.glob("**/traces.jsonl")
     episodes = [json.loads(line) for line in path.read_text().splitlines()]
     return {e["traces"][0]["task"]["data"]["id"]: e["traces"][0] for e in episodes}
+
+
+def _vf_eval_served(model: Path, tasks_dir: Path, tmp_path: Path, name: str, *options: str,
+                    backend=None) -> subprocess.CompletedProcess:
+    """`vf-eval feature-deletion -n 2` (traces under tmp_path/out) against our `inference` server on `model`,
+    with `backend` (default: transformers); the server is stopped when vf-eval ends."""
+    import asyncio
+
+    from composer_prime.configs.inference import InferenceConfig
+    from composer_prime.configs.shared import LogConfig, ModelConfig
+    from composer_prime.eval.server import inference_server, wait_ready
+    from composer_prime.inference.client import InferenceClient
+    from composer_prime.utils.net import free_port
+
+    port = free_port()
+    config = InferenceConfig(model=ModelConfig(path=str(model)), port=port, log=LogConfig(progress=False),
+                             **({"backend": backend} if backend is not None else {}))
+
+    async def ready(child):
+        async with InferenceClient(f"http://127.0.0.1:{port}") as client:
+            return await wait_ready(client, child, timeout_s=120)
+
+    with inference_server(config, tmp_path / "server") as child:
+        asyncio.run(ready(child))
+        command = [str(BIN / "vf-eval"), "feature-deletion", "-m", name, "--client.base-url",
+                   f"http://127.0.0.1:{port}/v1", "--client.api-key-var", "FD_TEST_NO_KEY",
+                   "--env.agent.runtime.type", "subprocess", "--no-push", *options,
+                   "--env.taskset.tasks-path", str(tasks_dir / "tasks.jsonl"), "-n", "2", "-o", str(tmp_path / "out")]
+        return subprocess.run(command, capture_output=True, text=True, timeout=900)
 
 
 @pytest.mark.slow
@@ -94,33 +124,12 @@ def test_vf_validate_gold_valid_untouched_scores_0(tiny_tasks, tmp_path):
 def test_vf_eval_against_our_inference_server_gold_1_noop_0(tiny_tasks, tmp_path):
     """The same runner against `inference` with the scripted backend: the server reads the tools, the script's
     Hermes `<tool_call>` text comes back as OpenAI tool_calls, and each call's result goes back into the template."""
-    import asyncio
-
-    from composer_prime.configs.shared import LogConfig, ModelConfig
-    from composer_prime.eval.server import inference_server, wait_ready
-    from composer_prime.inference.client import InferenceClient
-    from composer_prime.configs.inference import InferenceConfig, ScriptedBackendConfig
-    from composer_prime.utils.net import free_port
+    from composer_prime.configs.inference import ScriptedBackendConfig
 
     rows, tasks_dir, _ = tiny_tasks
     gold, noop = rows[:2]
-    port = free_port()
     backend = ScriptedBackendConfig(tasks_path=str(tasks_dir / "tasks.jsonl"), task_scripts={noop.id: "noop"})
-    warmstart = Path(__file__).resolve().parents[3] / "configs/quickstart/warmstart"
-    config = InferenceConfig(model=ModelConfig(path=str(warmstart)), port=port, backend=backend,
-                             log=LogConfig(progress=False))
-
-    async def ready(child):
-        async with InferenceClient(f"http://127.0.0.1:{port}") as client:
-            return await wait_ready(client, child, timeout_s=120)
-
-    with inference_server(config, tmp_path / "server") as child:
-        asyncio.run(ready(child))
-        command = [str(BIN / "vf-eval"), "feature-deletion", "-m", "scripted", "--client.base-url",
-                   f"http://127.0.0.1:{port}/v1", "--client.api-key-var", "FD_TEST_NO_KEY",
-                   "--env.agent.runtime.type", "subprocess", "--no-push",
-                   "--env.taskset.tasks-path", str(tasks_dir / "tasks.jsonl"), "-n", "2", "-o", str(tmp_path / "out")]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    done = _vf_eval_served(WARMSTART, tasks_dir, tmp_path, "scripted", backend=backend)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     traces = _traces(tmp_path / "out")
     assert {tid: t["rewards"]["tests_pass"]["score"] for tid, t in traces.items()} == {gold.id: 1.0, noop.id: 0.0}
@@ -137,36 +146,16 @@ def test_vf_eval_runs_the_quickstart_model_against_our_inference_server(tiny_tas
     position table, so the same weights run on the longer context (they were never trained there). A
     reverse-text model does not restore features (here it answers with letters in one turn and calls no
     tool): the run must still end, graded, with the reward and every metric present and no feature restored."""
-    import asyncio
     import shutil
-
-    from composer_prime.configs.inference import InferenceConfig
-    from composer_prime.configs.shared import LogConfig, ModelConfig
-    from composer_prime.eval.server import inference_server, wait_ready
-    from composer_prime.inference.client import InferenceClient
-    from composer_prime.utils.net import free_port
 
     rows, tasks_dir, _ = tiny_tasks
     model = tmp_path / "quickstart-4096"
-    shutil.copytree(Path(__file__).resolve().parents[3] / "configs/quickstart/warmstart", model)
+    shutil.copytree(WARMSTART, model)
     config_json = json.loads((model / "config.json").read_text())
     config_json["max_position_embeddings"] = 4096
     (model / "config.json").write_text(json.dumps(config_json))
-    port = free_port()
-    config = InferenceConfig(model=ModelConfig(path=str(model)), port=port, log=LogConfig(progress=False))
-
-    async def ready(child):
-        async with InferenceClient(f"http://127.0.0.1:{port}") as client:
-            return await wait_ready(client, child, timeout_s=120)
-
-    with inference_server(config, tmp_path / "server") as child:
-        asyncio.run(ready(child))
-        command = [str(BIN / "vf-eval"), "feature-deletion", "-m", "quickstart", "--client.base-url",
-                   f"http://127.0.0.1:{port}/v1", "--client.api-key-var", "FD_TEST_NO_KEY",
-                   "--env.agent.runtime.type", "subprocess", "--no-push", "--sampling.max-tokens", "64",
-                   "--sampling.temperature", "1.0",
-                   "--env.taskset.tasks-path", str(tasks_dir / "tasks.jsonl"), "-n", "2", "-o", str(tmp_path / "out")]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    done = _vf_eval_served(model, tasks_dir, tmp_path, "quickstart", "--sampling.max-tokens", "64",
+                           "--sampling.temperature", "1.0")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     traces = _traces(tmp_path / "out")
     assert set(traces) == {row.id for row in rows[:2]}

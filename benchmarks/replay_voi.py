@@ -57,6 +57,8 @@ from contextlib import closing
 from functools import partial
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "replay"))
 
 from servers import inference_server, model_variant, student_trace, teacher  # noqa: E402
@@ -111,11 +113,15 @@ def uncertainty_auroc(model: Path) -> float:
         entropies.append(float(-(logp.exp() * logp).sum(-1).mean()))
         answer = tokenizer.decode(action, skip_special_tokens=True)
         wrong.append(asyncio.run(env.score(example, answer)).metrics["exact_match"] < 1.0)
-    right = [h for h, w in zip(entropies, wrong) if not w]
-    mistakes = [h for h, w in zip(entropies, wrong) if w]
-    if not right or not mistakes:
+    if all(wrong) or not any(wrong):
         return float("nan")  # nothing to rank: a model right (or wrong) on every prompt is not in any band
-    return sum((m > r) + 0.5 * (m == r) for m in mistakes for r in right) / (len(mistakes) * len(right))
+    return auc(np.array(entropies), np.array(wrong))
+
+
+def auc(x: np.ndarray, positive: np.ndarray) -> float:
+    """P(signal of a positive > signal of a negative), ties counted half (Mann-Whitney)."""
+    pos, neg = x[positive][:, None], x[~positive][None, :]
+    return float(((pos > neg) + 0.5 * (pos == neg)).mean())
 
 
 def _checkpoint(run_dir: Path, steps: int, step: int) -> Path:

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "replay"))
 
-from replay_voi import STUDENT_AUROC, STUDENT_BAND, TEACHER_MARGIN, sft_models  # noqa: E402
+from replay_voi import STUDENT_AUROC, STUDENT_BAND, TEACHER_MARGIN, auc, sft_models  # noqa: E402
 from calibration import Band  # noqa: E402
 from servers import inference_server, student_trace, teacher  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
@@ -63,12 +63,6 @@ async def signals(url: str, tokenizer, steps) -> list[dict[str, float]]:
     finally:
         await client.aclose()
     return out
-
-
-def auc(x: np.ndarray, positive: np.ndarray) -> float:
-    """P(signal of a positive > signal of a negative), ties counted half (Mann-Whitney)."""
-    pos, neg = x[positive][:, None], x[~positive][None, :]
-    return float(((pos > neg) + 0.5 * (pos == neg)).mean())
 
 
 def kept_at(x: np.ndarray, positive: np.ndarray, fraction: float) -> tuple[float, float]:

@@ -59,7 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "replay"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests" / d) for d in ("replay", "support")]
 
 from servers import inference_server, model_variant, student_trace, teacher  # noqa: E402
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "replay"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests" / d) for d in ("replay", "support")]
 
 from replay_voi import STUDENT_AUROC, STUDENT_BAND, TEACHER_MARGIN, auc, sft_models  # noqa: E402
 from calibration import Band  # noqa: E402

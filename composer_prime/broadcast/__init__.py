@@ -6,5 +6,4 @@ server.py    origin and relay HTTP servers (FastAPI), with Range support
 client.py    parallel, resumable, verifying download from several servers or a store
 serve.py     origin / relay as a process;  fetch.py: the client as a process
 watch.py     publish each version the trainer writes (trainer -> store bridge)
-local_s3.py  a seaweedfs S3 server on 127.0.0.1 (tests, benchmarks, single-machine runs)
 """

@@ -14,7 +14,7 @@ import torch
 
 from composer_prime import keys
 from composer_prime.broadcast.client import BroadcastClient, HttpSource, StoreSource
-from composer_prime.broadcast.local_s3 import start_local_s3
+from local_s3 import start_local_s3
 from composer_prime.broadcast.manifest import stored_versions
 from composer_prime.broadcast.publish import publish_version
 from composer_prime.broadcast.server import create_origin_app

@@ -19,7 +19,7 @@ import httpx
 import tomli_w
 
 from composer_prime import keys
-from composer_prime.broadcast.local_s3 import start_local_s3
+from local_s3 import start_local_s3
 from composer_prime.diloco.lighthouse import start_lighthouse
 from composer_prime.utils.net import free_port
 from composer_prime.utils.processes import Child, spawn, stop

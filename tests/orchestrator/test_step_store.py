@@ -14,7 +14,7 @@ import pytest
 
 from composer_prime.batch import batch_path, read_batch, store_batch_key, store_complete_key
 from composer_prime import keys
-from composer_prime.broadcast.local_s3 import start_local_s3
+from local_s3 import start_local_s3
 from composer_prime.errors import UserError
 from composer_prime.orchestrator.packing import Sample, pack_step
 from composer_prime.store import Store

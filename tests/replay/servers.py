@@ -33,7 +33,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from composer_prime.model.noise import add_weight_noise_
+from noise import add_weight_noise_
 from composer_prime.utils.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

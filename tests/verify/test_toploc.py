@@ -17,7 +17,7 @@ from transformers import AutoTokenizer
 from composer_prime import keys
 from composer_prime.configs.verify import ToplocConfig
 from composer_prime.configs.verify import VerifyConfig
-from composer_prime.model.noise import add_weight_noise_
+from noise import add_weight_noise_
 from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, signed_bytes
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.toploc import build_proofs, num_proofs, proof_mismatch

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from pathlib import Path
 
 import httpx
@@ -33,7 +34,6 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from composer_prime import keys
-from composer_prime.model.noise import add_weight_noise_
 from composer_prime.configs.rollout import EnvConfig
 from composer_prime.rollout.envs import load_environment
 from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, signed_bytes
@@ -42,6 +42,9 @@ from composer_prime.verify.toploc import build_proofs
 from composer_prime.coordinator.grants import UploadGrant, signed_grant_request
 from composer_prime.worker.main import new_batch_id
 from composer_prime.coordinator.protocol import JoinRequest, JoinResponse
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "support"))  # run as a script, outside the suite's conftest
+from noise import add_weight_noise_  # noqa: E402
 
 # The first three counted attacks (32 samples each) come before the e2e's ban at 96 samples, so each of
 # them meets its own check; wrong-model-proofs is among them when the run asks for proofs.

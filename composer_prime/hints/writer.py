@@ -46,9 +46,9 @@ class LLMHintWriter(TemplateHintWriter):
 
     async def write(self, messages: list[ChatMessage], error: ErrorRecord) -> str:
         transcript = "\n".join(f"[{m.role}] {m.content or ''}" for m in messages[: error.turn + 1])
-        messages = [{"role": "system", "content": _LLM_INSTRUCTIONS},
-                    {"role": "user", "content": f"{transcript}\n\nError ({error.kind}): {error.message}"}]
-        body = {"model": self.config.model, "messages": messages, "max_tokens": self.config.max_tokens,
+        prompt = [{"role": "system", "content": _LLM_INSTRUCTIONS},
+                  {"role": "user", "content": f"{transcript}\n\nError ({error.kind}): {error.message}"}]
+        body = {"model": self.config.model, "messages": prompt, "max_tokens": self.config.max_tokens,
                 "temperature": self.config.temperature}
         try:
             response = await self._http.post("/chat/completions", json=body)

@@ -60,6 +60,15 @@ def check_prompt(token_ids: list[int], vocab_size: int, max_len: int | None) -> 
         raise ValueError(f"{len(token_ids)} tokens do not fit the model's context of {max_len}")
 
 
+def eos_token_ids(generation_config, tokenizer: PreTrainedTokenizerBase) -> set[int]:
+    """The tokenizer's EOS plus every EOS id the model's generation config (may be None) names: where sampling stops."""
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    generation_eos = getattr(generation_config, "eos_token_id", None)
+    if generation_eos is not None:
+        ids |= {generation_eos} if isinstance(generation_eos, int) else set(generation_eos)
+    return ids
+
+
 def make_backend(config: InferenceConfig) -> Backend:
     """The engine `config.backend.type` names, loaded and ready."""
     if config.backend.type == "vllm":

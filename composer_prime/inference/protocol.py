@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
-PROTOCOL_VERSION = 2  # 2: POST /score
+PROTOCOL_VERSION = 3  # 2: POST /score; 3: Gumbel-max sampling with keyed noise (gumbel_key)
 
 
 class GenerateRequest(BaseModel):
@@ -24,6 +24,18 @@ class GenerateRequest(BaseModel):
     top_k: int = Field(default=-1, description="-1 disables top-k.")
     stop_token_ids: list[int] = Field(default_factory=list, description="Extra stop ids besides the model's EOS.")
     seed: int | None = None
+    gumbel_key: int | None = Field(
+        default=None, ge=0, lt=2**64,
+        description="Draw by Gumbel-max with noise keyed by (gumbel_key, sample, position) (inference/sampling.py), "
+                    "which a verifier holding the key re-derives from the logits; needs temperature > 0.")
+    gumbel_first_sample: int = Field(default=0, ge=0, description="Completion i of this request is sample "
+                                                                  "gumbel_first_sample + i of its key's noise.")
+
+    @model_validator(mode="after")
+    def _keyed_draws_sample(self) -> GenerateRequest:
+        if self.gumbel_key is not None and self.temperature <= 0:
+            raise ValueError("gumbel_key needs temperature > 0 (a greedy draw takes no noise)")
+        return self
 
 
 class Completion(BaseModel):

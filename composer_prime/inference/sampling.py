@@ -9,11 +9,19 @@ convention would bias the importance ratio.
 
 Randomness comes from one uniform number per row and step, drawn by the caller from that
 sequence's own generator: a seeded request samples the same tokens whatever batch it shares.
+A row can instead be drawn by Gumbel-max with keyed noise (`gumbel_noise`): the token is
+`argmax_v (dist_v + g_v)`, where `dist` is the same processed log-distribution and `g` is a pure
+function of (key, sample, position, v). That draw has the same distribution, and anyone holding
+the key and the logits can re-derive it: how volunteers prove their tokens were sampled
+(composer_prime/verify/sampled.py).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+
+GUMBEL_DOMAIN = 0x636F6D706F736572  # the second Philox key word: these streams serve nothing else
 
 
 def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
@@ -44,12 +52,33 @@ def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
     return logits
 
 
+def gumbel_noise(key: int, sample: int, position: int, vocab: int) -> torch.Tensor:
+    """[vocab] float64 standard Gumbel noise for completion `sample`'s token at `position`:
+
+        g_v = -log(-log(u_v)),   u_v = (w_v + 1/2) / 2^32,
+
+    where w_0, w_1, ... are the 32-bit halves (low first) of the 64-bit outputs of Philox4x64-10
+    (Salmon et al. 2011, "Parallel random numbers: as easy as 1, 2, 3"; numpy.random.Philox) keyed
+    (key, GUMBEL_DOMAIN) from counter (0, position, sample, 0). A counter-based generator: each
+    (key, sample, position) owns its own stream, so the noise is the same on every machine and in
+    any batch. Half-open 32-bit uniforms keep u in (0, 1): g is finite, within about +-23.
+    numpy's Philox is the field's tested implementation; torch exposes no keyed counter-based one.
+    """
+    if not 0 <= key < 2**64:
+        raise ValueError(f"a Gumbel key is 64 bits, got {key}")
+    bits = np.random.Philox(key=[key, GUMBEL_DOMAIN], counter=[0, position, sample, 0]).random_raw((vocab + 1) // 2)
+    words = bits.view(np.uint32)[:vocab]  # little-endian: the low half of each output first
+    uniform = (torch.from_numpy(words.astype(np.float64)) + 0.5) / 2.0**32
+    return -torch.log(-torch.log(uniform))
+
+
 def sample(
     logits: torch.Tensor,
     temperature: torch.Tensor,
     top_k: torch.Tensor,
     top_p: torch.Tensor,
     uniform: torch.Tensor,
+    noise: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw one token per row; returns (token ids [B] long, their log-probs [B] float32).
 
@@ -57,6 +86,10 @@ def sample(
     uniform [B] in [0, 1). Sampling is by inverse CDF: the token is the first index whose
     cumulative probability (float64) exceeds `uniform * total`, which never selects a
     token of probability zero.
+    noise [B, V] float64 (optional): rows whose noise is finite are drawn by Gumbel-max instead,
+    `argmax_v (dist_v + noise_v)` with `dist` the processed log-distribution (Gumbel, 1954: the
+    argmax is distributed as softmax(dist)); a NaN row keeps the inverse CDF. Filtered-out tokens
+    (dist = -inf) are never drawn either way.
     """
     logits = logits.float()
     greedy = temperature <= 0
@@ -75,6 +108,11 @@ def sample(
         cdf = dist.double().exp().cumsum(dim=-1)
         target = uniform[rows].double()[:, None] * cdf[:, -1:]
         drawn = torch.searchsorted(cdf, target, right=True).clamp(max=logits.shape[-1] - 1)
+        if noise is not None:
+            keyed = noise[rows, 0].isfinite()
+            if bool(keyed.any()):
+                perturbed = dist[keyed].double() + noise[rows][keyed].to(dist.device)
+                drawn[keyed] = perturbed.argmax(dim=-1, keepdim=True)
         tokens[rows] = drawn.squeeze(1)
         logprobs[rows] = dist.gather(1, drawn).squeeze(1)
     return tokens, logprobs

@@ -32,9 +32,9 @@ from transformers.cache_utils import DynamicLayer
 
 from composer_prime.configs.inference import TransformersBackendConfig
 from composer_prime.configs.shared import ModelConfig
-from composer_prime.inference.backend import Backend, check_prompt
+from composer_prime.inference.backend import Backend, check_prompt, eos_token_ids
 from composer_prime.inference.protocol import Completion, GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
-from composer_prime.inference.sampling import sample
+from composer_prime.inference.sampling import gumbel_noise, sample
 from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.weights import load_version_state_dict
 
@@ -139,6 +139,19 @@ class _Batch:
         return _Batch(rows=self.rows + other.rows, cache=self.cache, attention_mask=mask, **tensors)
 
 
+def _keyed_noise(batch: _Batch, vocab: int) -> torch.Tensor | None:
+    """Gumbel noise for the rows of requests with a `gumbel_key` (NaN rows for the others), None when there are none:
+    completion `index` of a request is sample `gumbel_first_sample + index`, at position = tokens drawn so far."""
+    keyed = [(i, job.request, index) for i, (job, index) in enumerate(batch.rows) if job.request.gumbel_key is not None]
+    if not keyed:
+        return None
+    noise = torch.full((len(batch.rows), vocab), torch.nan, dtype=torch.float64)
+    counts = batch.count.tolist()
+    for i, request, index in keyed:
+        noise[i] = gumbel_noise(request.gumbel_key, request.gumbel_first_sample + index, counts[i], vocab)
+    return noise
+
+
 def _pad_left(x: torch.Tensor, length: int, dim: int) -> torch.Tensor:
     pad = [0, 0] * (x.dim() - 1 - dim) + [length - x.shape[dim], 0]
     return F.pad(x, pad)
@@ -146,15 +159,6 @@ def _pad_left(x: torch.Tensor, length: int, dim: int) -> torch.Tensor:
 
 def _pad_right(x: torch.Tensor, width: int, fill: float) -> torch.Tensor:
     return F.pad(x, (0, width - x.shape[1]), value=fill)
-
-
-def eos_token_ids(model: torch.nn.Module, tokenizer) -> set[int]:
-    """The tokenizer's EOS plus every EOS id the model's generation config names."""
-    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
-    generation_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    if generation_eos is not None:
-        ids |= {generation_eos} if isinstance(generation_eos, int) else set(generation_eos)
-    return ids
 
 
 class TransformersBackend(Backend):
@@ -171,7 +175,7 @@ class TransformersBackend(Backend):
         self._seed = seed
         self._sequences = 0  # unseeded sequences drawn so far: their generator's counter
         self._device = next(self.model.parameters()).device
-        self._eos = eos_token_ids(self.model, self.tokenizer)
+        self._eos = eos_token_ids(getattr(self.model, "generation_config", None), self.tokenizer)
         self._pad_id = self.tokenizer.pad_token_id
         self._vocab_size = self.model.get_input_embeddings().num_embeddings
         self._max_len = getattr(self.model.config, "max_position_embeddings", None)
@@ -400,7 +404,8 @@ class TransformersBackend(Backend):
     def _sample_into(batch: _Batch, logits: torch.Tensor) -> None:
         at = batch.count[:, None]
         tokens, logprobs = sample(
-            logits, batch.temperature, batch.top_k, batch.top_p, batch.uniforms.gather(1, at).squeeze(1)
+            logits, batch.temperature, batch.top_k, batch.top_p, batch.uniforms.gather(1, at).squeeze(1),
+            noise=_keyed_noise(batch, logits.shape[-1]),
         )
         batch.tokens.scatter_(1, at, tokens[:, None])
         batch.logprobs.scatter_(1, at, logprobs[:, None])

@@ -103,6 +103,10 @@ class VLLMBackend(Backend):
         from vllm.sampling_params import RequestOutputKind
 
         check_prompt(request.prompt_token_ids, self._vocab_size, self._max_len)
+        if request.gumbel_key is not None:
+            # vLLM draws from its own per-request generator on the device (an exponential race no verifier can
+            # re-derive on another machine); its answers are checked by their log-probs only (infra/README.md).
+            raise ValueError("keyed Gumbel-max sampling (gumbel_key) is not available on the vllm backend")
         params = SamplingParams(
             n=request.n,
             max_tokens=min(request.max_tokens, self._max_len - len(request.prompt_token_ids)),

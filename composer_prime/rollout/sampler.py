@@ -22,10 +22,13 @@ class Sampler(Protocol):
 
 
 def generate_request(prompt_ids: list[int], sampling: SamplingConfig, tokenizer: PreTrainedTokenizerBase, *,
-                     n: int = 1, seed: int | None = None, max_tokens: int | None = None) -> GenerateRequest:
-    """One turn's request: `sampling` whole (`max_tokens` narrows it), stopping at end of sequence."""
+                     n: int = 1, seed: int | None = None, max_tokens: int | None = None, gumbel_key: int | None = None,
+                     gumbel_first_sample: int = 0) -> GenerateRequest:
+    """One turn's request: `sampling` whole (`max_tokens` narrows it), stopping at end of sequence; `gumbel_key`
+    draws with keyed noise (GenerateRequest)."""
     return GenerateRequest(
         prompt_token_ids=prompt_ids, n=n, max_tokens=min(sampling.max_tokens, max_tokens or sampling.max_tokens),
-        temperature=sampling.temperature, top_p=sampling.top_p, seed=seed,
+        temperature=sampling.temperature, top_p=sampling.top_p, seed=seed, gumbel_key=gumbel_key,
+        gumbel_first_sample=gumbel_first_sample,
         stop_token_ids=[tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [],
     )

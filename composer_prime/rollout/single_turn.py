@@ -86,11 +86,15 @@ def request_seed(*key: int) -> int:
 
 
 async def rollout_group(sampler: Sampler, env: Environment, tokenizer: PreTrainedTokenizerBase, example: Example,
-                        sampling: SamplingConfig, *, n: int, seed: int | None = None) -> Group:
+                        sampling: SamplingConfig, *, n: int, seed: int | None = None, gumbel_key: int | None = None,
+                        gumbel_first_sample: int = 0) -> Group:
+    """`gumbel_key`: draw by Gumbel-max with keyed noise, completion i as sample `gumbel_first_sample + i`
+    (inference/sampling.py): a volunteer's provably sampled group."""
     start = time.perf_counter()
     prompt_ids = prompt_token_ids(tokenizer, example.prompt)
     gen_start = time.perf_counter()
-    response = await sampler.generate(generate_request(prompt_ids, sampling, tokenizer, n=n, seed=seed))
+    response = await sampler.generate(generate_request(prompt_ids, sampling, tokenizer, n=n, seed=seed,
+                                                       gumbel_key=gumbel_key, gumbel_first_sample=gumbel_first_sample))
     return await score_group(env, tokenizer, example, prompt_ids, response.completions, response.weight_version,
                              generate_s=time.perf_counter() - gen_start, start=start)
 

@@ -94,3 +94,62 @@ def test_greedy_rows_take_the_argmax_with_raw_logprob():
         assert float(logprobs[i]) == pytest.approx(row[best] - log_z, abs=1e-5)  # float32, as above
     sampled = reference_distribution(logits[1].float().double().tolist(), 1.0, -1, 1.0)
     assert int(tokens[1]) == reference_draw(sampled, 0.5)
+
+
+def test_gumbel_noise_is_philox_keyed_by_key_sample_and_position():
+    """Against the definition written out with numpy's Philox and Python's math (an independent code path):
+    u = (w + 1/2) / 2^32 over the 32-bit halves w of the 64-bit outputs, g = -log(-log u)."""
+    import numpy as np
+
+    from composer_prime.inference.sampling import GUMBEL_DOMAIN, gumbel_noise
+
+    key, vocab = 2**63 + 12345, 7
+    for sample, position in [(0, 0), (3, 11), (11, 3)]:
+        raw = np.random.Philox(key=[key, GUMBEL_DOMAIN], counter=[0, position, sample, 0]).random_raw(4).tolist()
+        halves = [half for word in raw for half in (word & 0xFFFFFFFF, word >> 32)][:vocab]
+        expected = [-math.log(-math.log((w + 0.5) / 2**32)) for w in halves]
+        got = gumbel_noise(key, sample, position, vocab)
+        assert got.dtype == torch.float64 and got.tolist() == pytest.approx(expected, abs=1e-12)
+    # Each (key, sample, position) has its own stream; the same one gives the same noise.
+    streams = {tuple(gumbel_noise(k, s, p, 8).tolist()) for k, s, p in [(1, 0, 0), (2, 0, 0), (1, 1, 0), (1, 0, 1)]}
+    assert len(streams) == 4 and torch.equal(gumbel_noise(1, 0, 0, 8), gumbel_noise(1, 0, 0, 8))
+    with pytest.raises(ValueError, match="64 bits"):
+        gumbel_noise(2**64, 0, 0, 8)
+
+
+def test_keyed_rows_take_the_argmax_of_processed_logprobs_plus_noise_and_the_others_keep_the_inverse_cdf():
+    from composer_prime.inference.sampling import gumbel_noise
+
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(len(CASES), 40, dtype=torch.float64, generator=generator) * 3
+    temperature = torch.tensor([c[0] for c in CASES])
+    top_k, top_p = torch.tensor([c[1] for c in CASES]), torch.tensor([c[2] for c in CASES])
+    uniform = torch.rand(len(CASES), dtype=torch.float64, generator=generator)
+    noise = torch.stack([gumbel_noise(7, row, 0, 40) for row in range(len(CASES))])
+    noise[1] = torch.nan  # row 1 keeps its uniform draw
+    tokens, logprobs = sample(logits.float(), temperature, top_k, top_p, uniform, noise=noise)
+    for i, (t, k, p) in enumerate(CASES):
+        distribution = reference_distribution(logits[i].float().double().tolist(), t, k, p)
+        if i == 1:
+            expected = reference_draw(distribution, float(uniform[i]))
+        else:  # outside the support a token never wins: it is not a key of `distribution`
+            expected = max(distribution, key=lambda token: distribution[token] + float(noise[i, token]))
+        assert int(tokens[i]) == expected
+        assert float(logprobs[i]) == pytest.approx(distribution[expected], abs=1e-5)
+
+
+def test_gumbel_max_draws_follow_the_softmax():
+    """20,000 keyed draws of one distribution (sample index s, position 0) against its float64 probabilities:
+    Pearson's chi-square over 6 tokens stays below the 0.999 quantile of chi2(5), 20.5."""
+    from composer_prime.inference.sampling import gumbel_noise
+
+    logits = torch.tensor([[2.0, 1.0, 0.5, 0.0, -1.0, -3.0]])
+    probs = torch.softmax(logits.double()[0], 0)
+    n = 20_000
+    counts = torch.zeros(6, dtype=torch.float64)
+    noise = torch.stack([gumbel_noise(99, s, 0, 6) for s in range(n)])
+    tokens, _ = sample(logits.expand(n, 6).float(), torch.ones(n), torch.full((n,), -1), torch.ones(n),
+                       torch.zeros(n, dtype=torch.float64), noise=noise)
+    counts.index_add_(0, tokens, torch.ones(n, dtype=torch.float64))
+    chi2 = float(((counts - n * probs) ** 2 / (n * probs)).sum())
+    assert chi2 < 20.5, (counts.tolist(), (n * probs).tolist())

@@ -85,3 +85,31 @@ def test_close_fails_requests_in_flight(tiny_model_dir):
             await backend.generate(GenerateRequest(prompt_token_ids=[5]))
 
     asyncio.run(main())
+
+
+def test_keyed_requests_draw_the_tokens_their_noise_picks_from_the_logits_in_any_batch(tiny_model_dir, reference_model):
+    """Gumbel-max with keyed noise: each token is argmax(log_softmax(logits / T) + g(key, sample, position)) of a
+    float64 forward, and a request draws the same tokens alone or among others (continuous batching, n > 1)."""
+    from composer_prime.inference.sampling import gumbel_noise
+
+    rng = random.Random(1)
+    prompts = [[rng.randrange(3, 300) for _ in range(rng.randint(2, 9))] for _ in range(4)]
+    keyed = [GenerateRequest(prompt_token_ids=p, n=3, max_tokens=12, temperature=0.8, gumbel_key=2**64 - 1 - i,
+                             gumbel_first_sample=10 * i) for i, p in enumerate(prompts)]
+    others = [GenerateRequest(prompt_token_ids=p, n=2, max_tokens=7, temperature=1.3) for p in prompts]
+    together = run(tiny_model_dir, [*keyed, *others], max_batch_size=5)[: len(keyed)]
+    alone = [run(tiny_model_dir, [request])[0] for request in keyed[:2]]
+    tokens = [[c.token_ids for c in r.completions] for r in alone]
+    assert tokens == [[c.token_ids for c in r.completions] for r in together[:2]]  # log-probs: within float noise
+    for request, response in zip(keyed, together, strict=True):
+        for index, completion in enumerate(response.completions):
+            ids = request.prompt_token_ids + completion.token_ids
+            with torch.no_grad():
+                logits = reference_model(torch.tensor([ids])).logits[0].double() / request.temperature
+            for t, token in enumerate(completion.token_ids):
+                dist = logits[len(request.prompt_token_ids) - 1 + t].log_softmax(-1)
+                noise = gumbel_noise(request.gumbel_key, request.gumbel_first_sample + index, t, dist.shape[0])
+                assert int((dist + noise).argmax()) == token
+                assert completion.logprobs[t] == pytest.approx(float(dist[token]), abs=1e-4)
+    with pytest.raises(ValueError, match="needs temperature > 0"):
+        GenerateRequest(prompt_token_ids=[1], temperature=0.0, gumbel_key=1)

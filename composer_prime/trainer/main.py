@@ -175,6 +175,7 @@ def train(config: TrainerConfig, world: World) -> None:
                         # channel diagnostics carry their channel's prefix (hint/kl, preference/accuracy, ...)
                         **{k if "/" in k else f"loss/{k}": v for k, v in result.loss_metrics.items()},
                         "grad_norm": result.grad_norm,
+                        "skipped": float(result.skipped),
                         "lr": lr,
                         "num_tokens": result.num_tokens,
                         "num_loss_tokens": batch.num_loss_tokens,

@@ -5,10 +5,16 @@
 L_pg sums the policy-gradient loss over all ranks' loss tokens and divides by their count; each
 channel normalises its own (hint: error-turn tokens, preference: pairs per step). Each channel runs
 its own forward passes and backward calls, so peak memory is that of the largest one, not the sum.
+
+A step whose loss or gradient norm is not finite on any rank changes nothing: the optimizer does not
+step, every rank skips alike, and the trainer logs a warning and `skipped = 1` (one batch must never
+turn every weight into NaN).
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,6 +29,7 @@ from composer_prime.trainer.data import MicroBatchTensors
 from composer_prime.trainer.logprobs import forward_logprobs
 from composer_prime.trainer.parallel import World, all_gather_json, all_reduce_max, clip_grad_norm
 
+logger = logging.getLogger(__name__)
 
 @dataclass
 class StepResult:
@@ -35,6 +42,8 @@ class StepResult:
     """Packed tokens forwarded by all ranks (padding included: it is compute spent)."""
     channel_losses: dict[str, float] = field(default_factory=dict)
     """`pg` always; each channel's name on the steps it had inputs (hint: steps with hint sites)."""
+    skipped: bool = False
+    """The loss or the gradients were not finite: the optimizer did not step (module docstring)."""
 
 
 def learning_rate(step: int, optim: OptimConfig) -> float:
@@ -72,7 +81,14 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: 
     sums = {c.name: part for c in channels if (part := c.backward(model, batch, world)) is not None}
 
     grad_norm = clip_grad_norm([p for p in model.parameters() if p.grad is not None], max_norm)
-    optimizer.step()
+    local_finite = math.isfinite(float(grad_norm)) and math.isfinite(float(loss_sum)) and all(
+        math.isfinite(v) for part in sums.values() for v in part.values())
+    skipped = all_reduce_max(int(not local_finite), world) == 1
+    if skipped:
+        logger.warning("step skipped: its loss or gradients are not finite (grad norm %s); the weights are unchanged",
+                       float(grad_norm))
+    else:
+        optimizer.step()
     optimizer.zero_grad(set_to_none=True)
 
     keys = sorted(metric_sums)
@@ -96,4 +112,4 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: 
             loss_metrics |= metrics
             loss += channel.weight * channel_losses[channel.name]
     return StepResult(loss=loss, grad_norm=float(grad_norm), loss_metrics=loss_metrics,
-                      num_tokens=sum(r["num_tokens"] for r in ranks), channel_losses=channel_losses)
+                      num_tokens=sum(r["num_tokens"] for r in ranks), channel_losses=channel_losses, skipped=skipped)

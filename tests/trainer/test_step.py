@@ -99,3 +99,24 @@ def test_learning_rate_warms_up_linearly():
     optim = OptimConfig(lr=1e-3, warmup_steps=4)
     assert [learning_rate(s, optim) for s in (1, 2, 4, 9)] == pytest.approx([2.5e-4, 5e-4, 1e-3, 1e-3])
     assert learning_rate(1, OptimConfig(lr=2e-3)) == 2e-3
+
+
+def test_a_step_whose_loss_or_gradients_are_not_finite_changes_nothing(tiny_model_dir, helpers, caplog):
+    """Issue 30: one batch scored at a subnormal temperature made every weight NaN in one step. Such a step, or one
+    carrying a NaN log-prob, is skipped and said so; AdamW's state is untouched, and the next batch trains."""
+    samples = helpers.make_samples(seed=4, count=4)
+    model = load(tiny_model_dir)
+    before = copy.deepcopy(model.state_dict())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    loss = resolve_loss(DPPOLossConfig())
+    poisoned = [dict(s, inference_logprobs=torch.full_like(torch.as_tensor(s["inference_logprobs"]), math.nan))
+                for s in samples]
+    for batch in (batch_of(helpers, samples, 2, temperature=1e-310), batch_of(helpers, poisoned, 2)):
+        result = train_step(model, optimizer, batch, loss, 1e-2, 1.0, CPU)
+        assert result.skipped and not optimizer.state
+        assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert "step skipped: its loss or gradients are not finite" in caplog.text
+    result = train_step(model, optimizer, batch_of(helpers, samples, 2), loss, 1e-2, 1.0, CPU)
+    assert not result.skipped and math.isfinite(result.loss)
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())

@@ -69,13 +69,16 @@ class Store:
         """Names directly under `rel` (empty when it does not exist)."""
         return [e.rstrip("/").rsplit("/", 1)[-1] for e in self._ls(rel, detail=False)]
 
-    def list_modified(self, rel: str) -> list[tuple[str, float]]:
-        """(name, modification time as a UNIX timestamp) of the files directly under `rel`."""
+    def list_files(self, rel: str) -> list[tuple[str, float, int]]:
+        """(name, modification time as a UNIX timestamp, size in bytes) of the files directly under `rel`."""
         out = []
         for entry in self._ls(rel, detail=True):
             if entry.get("type") == "directory":
                 continue
             stamp = entry.get("LastModified", entry.get("mtime", 0.0))  # s3fs: a datetime; local: seconds
             out.append((entry["name"].rstrip("/").rsplit("/", 1)[-1],
-                        stamp.timestamp() if hasattr(stamp, "timestamp") else float(stamp)))
+                        stamp.timestamp() if hasattr(stamp, "timestamp") else float(stamp), int(entry.get("size", 0))))
         return out
+
+    def delete(self, rel: str) -> None:
+        self.fs.rm_file(self.path(rel))

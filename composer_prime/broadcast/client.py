@@ -5,8 +5,11 @@
 - A shard arrives in `<dest>/.partial_step_N/<i>.part`; a broken connection leaves the part file,
   and the next attempt (same run or after a restart) asks any source for the rest with
   `Range: bytes=<have>-`.
-- A complete shard is hashed; on a mismatch it is deleted, the source is moved to the back of
-  every later shard's list, and the shard comes again from the next source.
+- No source can hold the client: a versions list or manifest must arrive whole within a deadline and a
+  size cap (utils/http.py), and a shard at `min_bytes_per_s` or faster once `grace_s` has passed; a
+  source that breaks either is dropped for that attempt and the next one resumes the part file.
+- A source that failed or served a shard that failed its hash is moved to the back of every later
+  shard's list; a corrupt shard is deleted and comes again from the next source.
 - Only when every shard verified are the files assembled into `<dest>/.tmp_step_N`, re-hashed as
   a whole against `version_sha256`, given their STABLE marker and renamed to `<dest>/step_N`.
   A reader that waits for STABLE (composer_prime.weights) never sees a partial or unverified version.
@@ -27,14 +30,15 @@ from pathlib import Path
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from composer_prime.broadcast.manifest import (BroadcastError, SignedManifest, decode_verified, encode, manifest_key,
-                                               shard_key, stored_versions)
+from composer_prime.broadcast.manifest import (MAX_VERSIONS_ANSWER, BroadcastError, SignedManifest, decode_verified,
+                                               encode, manifest_key, parse_versions, shard_key, stored_versions)
 from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_publish_dir, atomic_write_bytes
+from composer_prime.utils.http import get_bounded
 from composer_prime.weights import STABLE
 
 MANIFEST_COPY = "broadcast_manifest.json"
-_CHUNK = 64 * 1024
+MAX_MANIFEST_BYTES = 16 * 2**20  # a manifest lists shards and files: thousands of entries at most
 
 
 class SourceError(Exception):
@@ -61,26 +65,28 @@ class Source:
 
 
 class HttpSource(Source):
-    def __init__(self, url: str, timeout_s: float = 30.0):
+    """An origin or relay. `timeout_s` bounds a versions list or a manifest as a whole; a shard must keep arriving
+    at `min_bytes_per_s` once `grace_s` has passed since its answer began."""
+
+    def __init__(self, url: str, timeout_s: float = 30.0, min_bytes_per_s: float = 64 * 1024, grace_s: float = 10.0):
         self.name = url.rstrip("/")
+        self.timeout_s, self.min_bytes_per_s, self.grace_s = timeout_s, min_bytes_per_s, grace_s
         self._http = httpx.Client(base_url=self.name, timeout=httpx.Timeout(timeout_s, connect=5.0))
 
-    def _get(self, path: str) -> bytes:
+    def _get(self, path: str, max_bytes: int) -> bytes:
         try:
-            response = self._http.get(path)
-            response.raise_for_status()
-            return response.content
+            return get_bounded(self._http, path, max_bytes, self.timeout_s)
         except httpx.HTTPError as exc:
             raise SourceError(f"{self.name}{path}: {exc}") from None
 
     def versions(self) -> list[int]:
         try:
-            return [int(v) for v in json.loads(self._get("/versions"))]
-        except ValueError as exc:
+            return parse_versions(self._get("/versions", MAX_VERSIONS_ANSWER))
+        except BroadcastError as exc:
             raise SourceError(f"{self.name}: bad /versions answer: {exc}") from None
 
     def manifest_bytes(self, version: int) -> bytes:
-        return self._get(f"/versions/{version}/manifest")
+        return self._get(f"/versions/{version}/manifest", MAX_MANIFEST_BYTES)
 
     def shard(self, version: int, index: int, start: int) -> tuple[int, Iterator[bytes]]:
         headers = {"Range": f"bytes={start}-"} if start > 0 else {}
@@ -93,8 +99,15 @@ class HttpSource(Source):
         offset = start if response.status_code == 206 else 0
 
         def body() -> Iterator[bytes]:
+            began, received = time.monotonic(), 0
             try:
-                yield from response.iter_bytes(_CHUNK)
+                for chunk in response.iter_bytes():
+                    yield chunk
+                    received += len(chunk)
+                    elapsed = time.monotonic() - began
+                    if elapsed > self.grace_s and received < self.min_bytes_per_s * elapsed:
+                        raise SourceError(f"{self.name} shard {index}: {received / elapsed:.0f} B/s, under the "
+                                          f"minimum of {self.min_bytes_per_s:.0f}")
             except httpx.HTTPError as exc:
                 raise SourceError(f"{self.name} shard {index}: {exc}") from None
             finally:
@@ -249,6 +262,7 @@ class BroadcastClient:
                     except SourceError as exc:
                         with self._lock:
                             report.failures.append((index, source.name, str(exc)))
+                            self._strikes[source.name] += 1  # slow or down: the others first from now on
                         continue  # keep the part file: the next source resumes it
                 if part.stat().st_size == entry.size and _sha256_file(part) == entry.sha256:
                     part.replace(done)

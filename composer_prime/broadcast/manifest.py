@@ -122,6 +122,23 @@ def shard_key(version: int, index: int) -> str:
     return f"step_{version}/shards/{index}"
 
 
+MAX_VERSIONS_ANSWER = 64 * 1024  # bytes: a /versions answer lists a few hundred numbers at most
+
+
+def parse_versions(data: bytes) -> list[int]:
+    """A server's /versions answer: a JSON list of non-negative integers, ascending; anything else raises
+    BroadcastError. Servers are untrusted: an answer is data to validate, never a value to use as it is."""
+    if len(data) > MAX_VERSIONS_ANSWER:
+        raise BroadcastError(f"a versions answer of {len(data)} bytes")
+    try:
+        versions = msgspec.json.decode(data, type=list[int])
+    except msgspec.DecodeError as exc:
+        raise BroadcastError(f"not a list of versions: {exc}") from None
+    if any(v < 0 for v in versions) or versions != sorted(set(versions)):
+        raise BroadcastError("not an ascending list of distinct non-negative versions")
+    return versions
+
+
 def stored_versions(store: Store) -> list[int]:
     """Versions with a manifest (complete), ascending."""
     store.fs.invalidate_cache()  # s3fs caches listings: a new version must show up on the next call

@@ -32,7 +32,7 @@ from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.responses import StreamingResponse
 
 from composer_prime.broadcast.manifest import (BroadcastError, SignedManifest, decode_verified, encode, manifest_key,
-                                               shard_key, stored_versions)
+                                               parse_versions, shard_key, stored_versions)
 from composer_prime.store import Store
 from composer_prime.utils.fs import atomic_write_bytes
 
@@ -149,9 +149,9 @@ class _RelayCache:
             try:
                 response = await self.http.get(f"{upstream}/versions")
                 response.raise_for_status()
-                found.update(int(v) for v in response.json())
-            except (httpx.HTTPError, ValueError):
-                continue  # an unreachable upstream is skipped; another may answer
+                found.update(parse_versions(response.content))
+            except (httpx.HTTPError, BroadcastError):
+                continue  # an unreachable upstream, or one answering nonsense, is skipped; another may answer
         cached = {int(p.name.split("_")[1]) for p in self.dir.glob("step_*") if (p / "manifest.json").is_file()}
         return sorted(found | cached)
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 from pydantic_config import BaseConfig
 
-from composer_prime.configs.coordinator import UploadsConfig
+from composer_prime.configs.coordinator import AdmissionConfig, AssignmentsConfig, UploadsConfig
 from composer_prime.configs.heldout import PassAtKConfig
 from composer_prime.configs.hints import HintsConfig
 from composer_prime.configs.rollout import EnvConfig, SamplingConfig
@@ -53,8 +53,8 @@ class WorkersConfig(BaseConfig):
     port: Annotated[int, Field(ge=0, le=65535, description="Coordinator port (workers' run_url).")] = 8700
     join_token: Annotated[str, Field(min_length=8, description="Secret volunteers need to join.")]
     run_id: Annotated[str, Field(description="Run name announced to workers.")] = "run"
-    run_public_key: Annotated[str, Field(description="The run's public key (hex, or the file broadcast.watch wrote "
-                                                     "beside the run key) that signs weight manifests.")]
+    run_key: Annotated[Path, Field(description="The run's private key file (the one broadcast.watch signs weight "
+                                               "manifests with): it signs assignments and the answers workers get.")]
     store: Annotated[StoreConfig, Field(description="Run store root as the coordinator uses it: it reads rollouts/ and "
                                                     "grants workers uploads there (they hold no credential).")]
     broadcast_servers: Annotated[list[str], Field(description="Origin and relay URLs as workers reach them.")] = []
@@ -66,6 +66,8 @@ class WorkersConfig(BaseConfig):
     poll_s: Annotated[float, Field(gt=0, description="Seconds between looks at the store for new batches.")] = 0.5
     verify: VerifyConfig = VerifyConfig()
     uploads: UploadsConfig = UploadsConfig()
+    assignments: AssignmentsConfig = AssignmentsConfig()
+    admission: AdmissionConfig = AdmissionConfig()
 
 
 class OrchestratorConfig(BaseConfig):

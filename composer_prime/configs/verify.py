@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 from pydantic_config import BaseConfig
 
 
@@ -50,7 +50,36 @@ class VerifyConfig(BaseConfig):
     ] = 1.0
     ban_failure_rate: Annotated[float, Field(gt=0, le=1, description="Ban a worker whose rejected-sample rate exceeds this.")] = 0.2
     ban_min_samples: Annotated[int, Field(ge=1, description="... once it submitted at least this many samples.")] = 16
-    secret: Annotated[str, Field(description="Seeds which samples are checked; keep it from workers.")] = "change-me"
+    secret: Annotated[
+        str | None,
+        Field(min_length=16, description="Seeds which samples are checked; keep it from workers. Required (and not "
+                                         "the old default 'change-me') when any check fraction is below 1."),
+    ] = None
+    prove_sampling: Annotated[
+        bool,
+        Field(description="Check that every checked sample's tokens are the ones its assigned noise key draws "
+                          "(verify/sampled.py). Off admits engines that cannot draw keyed noise (vLLM): their "
+                          "tokens are then only checked to carry their true log-probs, and may be chosen."),
+    ] = True
+    sampling_tolerance: Annotated[
+        float,
+        Field(ge=0, description="Largest sampling gap (perturbed-score units) an honest token may show: logits differ "
+                                "slightly across machines. Workers sample in float32; measured in "
+                                "benchmarks/sampling_proof.py (benchmarks/README.md)."),
+    ] = 1e-3
     toploc: Annotated[
         ToplocConfig | None, Field(description="Require TOPLOC proofs with every sample (optional extra 'toploc').")
     ] = None
+
+    @model_validator(mode="after")
+    def _unpredictable_checks(self) -> VerifyConfig:
+        partial = self.check_fraction < 1 or (self.toploc is not None and self.toploc.check_fraction < 1)
+        if partial and (self.secret is None or self.secret.startswith("change-me")):
+            raise ValueError("a check fraction below 1 needs verify.secret (16+ characters, not the example's): a worker "
+                             "that knows it knows which samples go unchecked")
+        return self
+
+    @property
+    def fraction_checked(self) -> float:
+        """The share of samples the cheapest full check (log-probs, sampling) sees: failure counts are scaled by it."""
+        return self.check_fraction

@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic_config import BaseConfig
 
 from composer_prime.configs.inference import TransformersBackendConfig, VLLMBackendConfig
+from composer_prime.configs.coordinator import WORKER_NAME
 from composer_prime.configs.shared import Dtype, NumThreads
 
 
@@ -17,7 +18,11 @@ class WorkerConfig(BaseConfig):
 
     run_url: Annotated[str, Field(description="The run coordinator's URL (given by the run's operators).")]
     join_token: Annotated[str, Field(description="The run's join token (given by the run's operators).")]
-    worker_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$", description="This worker's name in the run; keep it across restarts.")]
+    run_public_key: Annotated[str, Field(description="The run's public key (hex, or a file holding it; given by the run's "
+                                                     "operators): every answer, assignment and weight version is "
+                                                     "checked against it.")]
+    name: Annotated[str, Field(pattern=WORKER_NAME, description="This worker's name; its id in the run adds its key's "
+                                                                "fingerprint. Keep it (and state_dir) across restarts.")]
     state_dir: Annotated[
         Path, Field(description="Key, downloaded weight versions and the upload journal; keep it across restarts.")
     ] = Path("outputs/worker")

@@ -1,65 +1,100 @@
-"""The run side of volunteer membership: admit workers, register their keys, take heartbeats.
+"""The run side of volunteer membership: admit workers, register their keys, take heartbeats, assign batches.
 
-POST /join       join token + worker id + public key -> what the worker needs to take part
-POST /heartbeat  signed liveness; answers the current weight version and whether the worker is banned
+POST /join       join token + name + public key + nonce -> what the worker needs to take part (signed, run key)
+POST /heartbeat  signed liveness; answers the current weight version and whether the worker is banned (signed)
+POST /assign     signed request for the next batch to sample: examples and noise key (coordinator/assign.py)
 GET  /workers    registry summary (per-worker accept/reject counts, bans, last heartbeat)
 POST /grant      signed request for one batch upload under the worker's prefix (coordinator/grants.py)
 
-A worker id is bound to the first key it joined with (WorkerRegistry), so a restarted worker keeps
-its identity by keeping its key file, and nobody else can take the id over.
+A worker's id is its name plus its key's fingerprint (protocol.worker_id): a restarted worker keeps its
+identity by keeping its key file, and nobody else can take the id over. Joins are rate-limited per client
+address and, for new identities, for the whole run; the registry is written only when a join adds one.
+No route waits on a third party: the announced version is read from a value kept fresh in the background
+(coordinator/announce.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import time
 from collections.abc import Callable
 
-from fastapi import FastAPI, HTTPException
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from fastapi import FastAPI, HTTPException, Request, Response
 
 from composer_prime import keys
-from composer_prime.configs.coordinator import UploadsConfig
-from composer_prime.verify.worker_registry import WorkerRegistry
+from composer_prime.configs.coordinator import AdmissionConfig, UploadsConfig
+from composer_prime.coordinator.assign import Assigner
 from composer_prime.coordinator.grants import Granter, add_grant_routes
-from composer_prime.coordinator.protocol import (MAX_CLOCK_SKEW_S, PROTOCOL_VERSION, Heartbeat, HeartbeatResponse,
-                                                 JoinRequest, JoinResponse, heartbeat_message)
+from composer_prime.coordinator.limits import SlidingWindow
+from composer_prime.coordinator.protocol import (MAX_CLOCK_SKEW_S, PROTOCOL_VERSION, AssignRequest, Heartbeat,
+                                                 HeartbeatResponse, JoinRequest, JoinResponse, RunInfo, SignedAnswer,
+                                                 assign_message, heartbeat_message, sign_answer, worker_id)
+from composer_prime.verify.worker_registry import WorkerRegistry
 
 
-def create_coordinator_app(registry: WorkerRegistry, join_token: str, run_info: Callable[[], JoinResponse],
-                           current_version: Callable[[], int], granter: Granter, uploads: UploadsConfig) -> FastAPI:
-    """`run_info()` gives the join answer (current version included); `current_version()` the newest version
-    the workers can fetch; `granter` signs their uploads within `uploads`' limits."""
+def create_coordinator_app(registry: WorkerRegistry, join_token: str, run_key: Ed25519PrivateKey,
+                           run_info: Callable[[], RunInfo], current_version: Callable[[], int], granter: Granter,
+                           assigner: Assigner, uploads: UploadsConfig, admission: AdmissionConfig = AdmissionConfig()
+                           ) -> FastAPI:
+    """`run_info()` gives the join answer's run part; `current_version()` the newest version the workers can fetch
+    (it must not block); `granter` signs their uploads within `uploads`' limits; `run_key` signs every answer."""
     app = FastAPI(title="composer-prime run coordinator")
     add_grant_routes(app, registry, granter, uploads)
     last_seen: dict[str, dict] = {}
+    joins_by_host = SlidingWindow(admission.joins_per_host_per_minute, window_s=60.0)
+    new_workers = SlidingWindow(admission.new_workers_per_hour)
+    limits = assigner.config
+    assigned = SlidingWindow(limits.per_hour)
+
+    def signed_in(public_hex: str, signature: str, message: bytes) -> bool:
+        return keys.verify(keys.parse_public_key(public_hex), bytes.fromhex(signature), message)
+
+    def worker_entry(wid: str, signature: str, message: bytes, at: float):
+        entry = registry.workers.get(wid)
+        if entry is None or not signed_in(entry.public_key, signature, message):
+            raise HTTPException(403, "unknown worker or bad signature")
+        if abs(time.time() - at) > MAX_CLOCK_SKEW_S:
+            raise HTTPException(400, "request time too far from the coordinator's clock (replayed?)")
+        return entry
 
     @app.post("/join")
-    async def join(request: JoinRequest) -> JoinResponse:
+    async def join(request: JoinRequest, http: Request) -> SignedAnswer:
+        if not joins_by_host.take(http.client.host if http.client else "?", time.monotonic()):
+            raise HTTPException(429, f"more than {admission.joins_per_host_per_minute} joins from this address in a minute")
         if request.protocol_version != PROTOCOL_VERSION:
             raise HTTPException(400, f"coordinator speaks protocol v{PROTOCOL_VERSION}")
         if not hmac.compare_digest(request.join_token.encode(), join_token.encode()):
             raise HTTPException(403, "bad join token")
-        try:
-            registry.register(request.worker_id, request.public_key)
-        except ValueError as exc:
-            raise HTTPException(409, str(exc)) from None
-        if registry.workers[request.worker_id].banned:
+        wid = worker_id(request.name, request.public_key)
+        if wid not in registry.workers and not new_workers.take("new", time.monotonic()):
+            raise HTTPException(429, f"the run admits at most {admission.new_workers_per_hour} new workers an hour")
+        registry.register(wid, request.public_key)  # the id is the key's: no other key holds it
+        if registry.workers[wid].banned:
             raise HTTPException(403, "worker is banned")
-        return await asyncio.to_thread(run_info)
+        answer = JoinResponse(**run_info().model_dump(), worker_id=wid, nonce=request.nonce)
+        return sign_answer(run_key, answer)
 
     @app.post("/heartbeat")
-    async def heartbeat(beat: Heartbeat) -> HeartbeatResponse:
-        public = registry.public_key(beat.worker_id)
+    async def heartbeat(beat: Heartbeat) -> SignedAnswer:
         message = heartbeat_message(beat.worker_id, beat.time, beat.weight_version, beat.batches_uploaded)
-        if public is None or not keys.verify(public, bytes.fromhex(beat.signature), message):
-            raise HTTPException(403, "unknown worker or bad heartbeat signature")
-        if abs(time.time() - beat.time) > MAX_CLOCK_SKEW_S:
-            raise HTTPException(400, "heartbeat time too far from the coordinator's clock (replayed?)")
+        entry = worker_entry(beat.worker_id, beat.signature, message, beat.time)
         last_seen[beat.worker_id] = {"time": beat.time, "weight_version": beat.weight_version,
                                      "batches_uploaded": beat.batches_uploaded}
-        announced = await asyncio.to_thread(current_version)  # may ask the broadcast servers (coordinator/announce.py)
-        return HeartbeatResponse(current_version=announced, banned=registry.workers[beat.worker_id].banned)
+        return sign_answer(run_key, HeartbeatResponse(worker_id=beat.worker_id, time=beat.time,
+                                                      current_version=current_version(), banned=entry.banned))
+
+    @app.post("/assign")
+    async def assign(request: AssignRequest) -> Response:
+        entry = worker_entry(request.worker_id, request.signature, assign_message(request.worker_id, request.time),
+                             request.time)
+        if entry.banned:
+            raise HTTPException(403, "worker is banned")
+        if registry.open_assignments(request.worker_id, time.time()) >= limits.max_open:
+            raise HTTPException(429, f"a worker holds at most {limits.max_open} open assignments")
+        if not assigned.take(request.worker_id, time.monotonic()):
+            raise HTTPException(429, f"more than {limits.per_hour} assignments in an hour")
+        return Response(assigner.issue(registry, request.worker_id), media_type="application/msgpack")
 
     @app.get("/workers")
     async def workers() -> dict:

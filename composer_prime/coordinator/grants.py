@@ -2,14 +2,16 @@
 
 A registered worker asks `POST /grant` for one batch (its id, size and MD5, signed with its key), and
 gets a URL it can PUT exactly those bytes to, under its own prefix `rollouts/<worker_id>/`, for
-`grant_ttl_s` seconds. What enforces each limit:
+`grant_ttl_s` seconds. The batch id must be one of its open assignments (coordinator/assign.py): no
+upload without an assignment, none after it expired. What enforces each limit:
 
   S3-compatible stores (`PresignedPuts`): a SigV4 presigned PUT made with the coordinator's own
     credential, Content-Length and Content-MD5 among its signed headers. The store itself refuses
     another key or prefix, another method (GET, DELETE), other bytes or another size, and a replay
     after expiry; the coordinator's credential covers `rollouts/` only (infra/README.md).
   Plain directories (`CoordinatorUploads`): the worker PUTs to the coordinator, which checks an HMAC
-    over the same fields (a secret of this process) and writes the store itself.
+    over the same fields (a secret of this process) and the declared length before it reads a byte of
+    the body, then reads at most the granted size, and writes the store itself.
   The coordinator enforces the rest: the size cap (`max_bytes`, checked before a grant is signed) and
   the count (`grants_per_hour` per worker); a banned or unknown worker gets none.
 """
@@ -21,7 +23,6 @@ import hashlib
 import hmac
 import os
 import time
-from collections import defaultdict, deque
 from typing import Protocol
 from urllib.parse import urlencode
 
@@ -36,20 +37,20 @@ from composer_prime.store import Store, storage_options
 from composer_prime.errors import UserError
 from composer_prime.configs.coordinator import UploadsConfig
 from composer_prime.verify.worker_registry import WorkerRegistry
-from composer_prime.coordinator.protocol import MAX_CLOCK_SKEW_S, rollout_key
+from composer_prime.coordinator.limits import SlidingWindow
+from composer_prime.coordinator.protocol import HEX_SIGNATURE, MAX_CLOCK_SKEW_S, WORKER_ID, rollout_key
 
-_WORKER_ID = r"^[A-Za-z0-9._-]{1,64}$"
-_BATCH_ID = r"^[A-Za-z0-9-]{1,64}$"
+_BATCH_ID = r"^[0-9a-f]{32}$"  # an assignment id
 _MD5_B64 = r"^[A-Za-z0-9+/]{22}==$"
 
 
 class GrantRequest(BaseModel):
-    worker_id: str = Field(pattern=_WORKER_ID)
+    worker_id: str = Field(pattern=WORKER_ID)
     batch_id: str = Field(pattern=_BATCH_ID)
     size: int = Field(ge=1, description="Exact byte count of the batch.")
     md5: str = Field(pattern=_MD5_B64, description="Base64 MD5 of the batch (the Content-MD5 header).")
     time: float
-    signature: str = Field(pattern=r"^[0-9a-f]{128}$",
+    signature: str = Field(pattern=HEX_SIGNATURE,
                            description="Ed25519 over `grant_message(...)`, hex: only the worker gets its grants.")
 
 
@@ -109,11 +110,14 @@ class CoordinatorUploads:
         return UploadGrant(url=f"/upload/{worker_id}/{name.removesuffix('.msgpack')}?{query}",
                            headers={"Content-MD5": md5}, expires_at=expires)
 
-    def accept(self, key: str, size: int, md5: str, expires: int, token: str, data: bytes) -> None:
+    def check(self, key: str, size: int, md5: str, expires: int, token: str) -> None:
+        """Refuse a PUT that no grant of this process allows: before a byte of its body is read."""
         if not hmac.compare_digest(token, self._token(key, size, md5, expires)):
             raise HTTPException(403, "not a grant for this key, size and digest")
         if time.time() > expires:
             raise HTTPException(403, "grant expired")
+
+    def accept(self, key: str, size: int, md5: str, data: bytes) -> None:
         if len(data) != size or content_md5(data) != md5:
             raise HTTPException(400, "body is not the size and digest granted")
         self.store.write_bytes(key, data)
@@ -123,25 +127,8 @@ def make_granter(config: StoreConfig) -> Granter:
     return PresignedPuts(config) if config.url.startswith("s3://") else CoordinatorUploads(Store.from_config(config))
 
 
-class GrantBook:
-    """At most `per_hour` grants per worker in any sliding hour."""
-
-    def __init__(self, per_hour: int):
-        self.per_hour = per_hour
-        self.issued: dict[str, deque[float]] = defaultdict(deque)
-
-    def take(self, worker_id: str, now: float) -> bool:
-        times = self.issued[worker_id]
-        while times and times[0] <= now - 3600:
-            times.popleft()
-        if len(times) >= self.per_hour:
-            return False
-        times.append(now)
-        return True
-
-
 def add_grant_routes(app: FastAPI, registry: WorkerRegistry, granter: Granter, config: UploadsConfig) -> None:
-    book = GrantBook(config.grants_per_hour)
+    book = SlidingWindow(config.grants_per_hour)
 
     @app.post("/grant")
     async def grant(request: GrantRequest) -> UploadGrant:
@@ -155,6 +142,8 @@ def add_grant_routes(app: FastAPI, registry: WorkerRegistry, granter: Granter, c
             raise HTTPException(400, "grant request time too far from the coordinator's clock (replayed?)")
         if request.size > config.max_bytes:
             raise HTTPException(413, f"batch of {request.size} bytes is over the run's limit of {config.max_bytes}")
+        if not registry.is_open(request.worker_id, request.batch_id, time.time()):
+            raise HTTPException(403, "no open assignment of this worker has this id (expired, answered or never issued)")
         if not book.take(request.worker_id, time.monotonic()):
             raise HTTPException(429, f"more than {config.grants_per_hour} upload grants in an hour")
         return granter.issue(rollout_key(request.worker_id, request.batch_id), request.size, request.md5,
@@ -164,10 +153,17 @@ def add_grant_routes(app: FastAPI, registry: WorkerRegistry, granter: Granter, c
         @app.put("/upload/{worker_id}/{batch_id}")
         async def upload(worker_id: str, batch_id: str, size: int, md5: str, expires: int, token: str,
                          request: Request) -> dict:
-            # The size is checked before the body is read: a grant's holder cannot make this process buffer more.
-            if int(request.headers.get("content-length", "0")) != size:
+            # Token, expiry and length before the body: nobody makes this process read what no grant allows.
+            key = rollout_key(worker_id, batch_id)
+            granter.check(key, size, md5, expires, token)
+            if request.headers.get("content-length") != str(size):
                 raise HTTPException(400, "body is not the size granted")
-            granter.accept(rollout_key(worker_id, batch_id), size, md5, expires, token, await request.body())
+            body = bytearray()
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > size:
+                    raise HTTPException(400, "body is longer than granted")
+            granter.accept(key, size, md5, bytes(body))
             return {"stored": True}
 
 
@@ -177,6 +173,11 @@ def signed_grant_request(key: Ed25519PrivateKey, worker_id: str, batch_id: str, 
     return GrantRequest(worker_id=worker_id, batch_id=batch_id, size=len(data), md5=md5, time=now, signature=signature)
 
 
+class GrantRefused(Exception):
+    """The run grants no upload for this batch, now or later (its assignment was answered or expired, or the
+    worker is banned): retrying cannot help."""
+
+
 async def upload_batch(http: httpx.AsyncClient, key: Ed25519PrivateKey, worker_id: str, batch_id: str,
                        data: bytes) -> None:
     """Worker side: a grant for this batch from the coordinator (`http`), then the PUT it allows. Any failure
@@ -184,6 +185,8 @@ async def upload_batch(http: httpx.AsyncClient, key: Ed25519PrivateKey, worker_i
     response = await http.post("/grant", json=signed_grant_request(key, worker_id, batch_id, data).model_dump())
     if response.status_code == 413:  # this batch will never fit
         raise UserError(f"run refused batch {batch_id}: {response.json().get('detail')}")
+    if response.status_code == 403:
+        raise GrantRefused(f"run refused to grant batch {batch_id}: {response.json().get('detail')}")
     response.raise_for_status()
     grant = UploadGrant.model_validate(response.json())
     put = await http.put(grant.url, content=data, headers=grant.headers)  # a store URL is absolute

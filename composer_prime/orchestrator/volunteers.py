@@ -1,14 +1,14 @@
 """Rollouts from volunteer workers (`orchestrator.source = "workers"`), verified before they train.
 
-The orchestrator hosts the run's coordinator (coordinator/app.py: /join, /heartbeat, /workers),
-so the process that bans a worker (the verifier) is the one that answers its next heartbeat. Per
-step it:
+The orchestrator hosts the run's coordinator (coordinator/app.py: /join, /heartbeat, /assign, /grant,
+/workers), so the process that bans a worker (the verifier) is the one that answers its next heartbeat,
+and the one that assigns batches (examples and sampling noise) is the one that checks them. Per step it:
   1. waits for weight version >= N-1-async_level (the lead trainer's versions, as with inference);
   2. verifies every new batch in `<store>/rollouts/` (verify/verifier.py) against the trusted
      weights of the version the batch claims;
-  3. turns each batch's accepted samples into groups (same example id within a batch); a group that
-     lost a sample to rejection, or holds a prompt other than the run's own prompt of its example, is
-     dropped (a biased baseline; a prompt of the worker's choosing);
+  3. turns each batch's accepted samples into groups (same example id within a batch; the verifier
+     checked it is the assigned example with the run's own prompt); a group that lost a sample to
+     rejection is dropped (a biased baseline);
   4. drops groups sampled by a version < N-1-max_off_policy_steps (counted), takes the oldest
      `batch_size / group_size` groups and scores them again with the environment (a worker's claimed
      reward is not trusted); then the step is published by the same sink as the inference source's.
@@ -28,15 +28,17 @@ from collections import defaultdict
 from collections.abc import Callable
 
 import msgspec
-from transformers import AutoConfig, PreTrainedTokenizerBase
+from transformers import AutoConfig, GenerationConfig, PreTrainedTokenizerBase
 
 from composer_prime import keys
 from composer_prime.store import Store
 from composer_prime.coordinator.announce import HeldVersion
 from composer_prime.coordinator.app import create_coordinator_app
+from composer_prime.coordinator.assign import Assigner
 from composer_prime.coordinator.grants import make_granter
-from composer_prime.coordinator.protocol import JoinResponse
+from composer_prime.coordinator.protocol import RunInfo
 from composer_prime.errors import UserError
+from composer_prime.inference.backend import eos_token_ids
 from composer_prime.inference.protocol import Completion
 from composer_prime.orchestrator.advantage import compute_advantages
 from composer_prime.configs.orchestrator import OrchestratorConfig
@@ -49,7 +51,7 @@ from composer_prime.utils.serve import ServedApp
 from composer_prime.verify.inbox import RolloutInbox
 from composer_prime.verify.rollout_batch import RolloutSample
 from composer_prime.verify.scorer import ModelScorer
-from composer_prime.verify.verifier import Decision, RolloutVerifier
+from composer_prime.verify.verifier import Decision, RolloutVerifier, RunSpec
 from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.weights import latest_version, version_dir
 
@@ -76,20 +78,27 @@ class Pool(msgspec.Struct):
     schema_version: int = POOL_SCHEMA
 
 
-def groups_of(decision: Decision, group_size: int, prompt_of: Callable[[int], list[int] | None]
-              ) -> tuple[list[PendingGroup], int]:
-    """A batch's accepted samples as complete groups of `group_size`, and how many groups were dropped:
-    partial ones, and those with a sample whose prompt is not `prompt_of(example_id)` (None: no such example)."""
+def groups_of(decision: Decision, group_size: int) -> tuple[list[PendingGroup], int]:
+    """A batch's accepted samples as complete groups of `group_size`, and how many partial groups were dropped."""
     by_example: dict[int, list[RolloutSample]] = defaultdict(list)
     for sample in decision.accepted:
         by_example[sample.example_id].append(sample)
     groups, partial = [], 0
     for example_id, samples in sorted(by_example.items()):
-        if len(samples) != group_size or any(s.prompt_ids != prompt_of(example_id) for s in samples):
+        if len(samples) != group_size:
             partial += 1
             continue
         groups.append(PendingGroup(decision.worker_id, decision.batch_id, example_id, decision.weight_version, samples))
     return groups, partial
+
+
+def stop_token_ids(model_path: str, tokenizer: PreTrainedTokenizerBase) -> set[int]:
+    """Where a worker's engine stops sampling (inference/backend.py: eos_token_ids) for the model at `model_path`."""
+    try:
+        generation_config = GenerationConfig.from_pretrained(model_path)
+    except OSError:  # no generation_config.json
+        generation_config = None
+    return eos_token_ids(generation_config, tokenizer)
 
 
 def take_groups(pool: list[PendingGroup], step: int, count: int, max_off_policy_steps: int
@@ -117,28 +126,35 @@ class VolunteerSource:
         self.state_dir = config.output_dir / "workers"
         self.weights_dir = workers.weights_dir or config.output_dir
         self.registry = WorkerRegistry(self.state_dir / "registry.json")
+        self.run_key = keys.load_private_key(workers.run_key)
         scorer = ModelScorer(lambda version: version_dir(self.weights_dir, version))
         vocab_size = AutoConfig.from_pretrained(config.model.path).vocab_size  # the model's, not the tokenizer's
-        verifier = RolloutVerifier(self.registry, scorer, workers.verify, vocab_size)
-        self.inbox = RolloutInbox(Store.from_config(workers.store), verifier, self.state_dir / "inbox.json")
+        sampling = config.sampling
+        run = RunSpec(public_key=self.run_key.public_key(), temperature=sampling.temperature, top_p=sampling.top_p,
+                      max_tokens=sampling.max_tokens, samples_per_prompt=config.group_size,
+                      stop_ids=frozenset(stop_token_ids(config.model.path, tokenizer)), prompt_of=self.prompt_of)
+        verifier = RolloutVerifier(self.registry, scorer, workers.verify, vocab_size, run)
+        self.inbox = RolloutInbox(Store.from_config(workers.store), verifier, self.state_dir / "inbox.json",
+                                  max_bytes=workers.uploads.max_bytes, grace_s=workers.uploads.grant_ttl_s + 60)
+        self.assigner = Assigner(self.run_key, len(self.train), workers.prompts_per_batch, config.group_size,
+                                 sampling.temperature, sampling.top_p, sampling.max_tokens, workers.assignments)
         self.pool_path = self.state_dir / "pool.msgpack"
         self.pool = msgspec.msgpack.decode(self.pool_path.read_bytes(), type=Pool) if self.pool_path.is_file() else Pool()
         done = set(completed_steps(config.output_dir, config.train_world_size))
         self.pool.groups = [g for g in self.pool.groups if g.step not in done]
-        self.run_public_key = keys.public_hex(keys.load_public_key(workers.run_public_key))
         self.announced_version = HeldVersion(workers.broadcast_servers, self.current_version)
 
     def current_version(self) -> int:
         return latest_version(self.weights_dir)
 
-    def run_info(self) -> JoinResponse:
+    def run_info(self) -> RunInfo:
         cfg, workers = self.config, self.workers
-        return JoinResponse(
-            run_id=workers.run_id, run_public_key=self.run_public_key, broadcast_servers=workers.broadcast_servers,
-            upload_max_bytes=workers.uploads.max_bytes, env_id=cfg.env.id,
-            env_args=cfg.env.args, temperature=cfg.sampling.temperature, max_tokens=cfg.sampling.max_tokens,
+        return RunInfo(
+            run_id=workers.run_id, broadcast_servers=workers.broadcast_servers,
+            upload_max_bytes=workers.uploads.max_bytes, env_id=cfg.env.id, env_args=cfg.env.args,
+            temperature=cfg.sampling.temperature, top_p=cfg.sampling.top_p, max_tokens=cfg.sampling.max_tokens,
             samples_per_prompt=cfg.group_size, prompts_per_batch=workers.prompts_per_batch,
-            current_version=self.announced_version(),
+            current_version=self.announced_version(), prove_sampling=workers.verify.prove_sampling,
             proofs=workers.verify.toploc.spec() if workers.verify.toploc is not None else None)
 
     def prompt_of(self, example_id: int) -> list[int] | None:
@@ -166,7 +182,7 @@ class VolunteerSource:
             key = f"{decision.worker_id}/{decision.batch_id}"
             if not decision.accepted or key in seen:
                 continue
-            groups, partial = groups_of(decision, self.config.group_size, self.prompt_of)
+            groups, partial = groups_of(decision, self.config.group_size)
             counts["dropped/partial_groups"] += partial
             self.pool.groups.extend(groups)
             self.pool.batches.append(key)
@@ -224,12 +240,14 @@ class VolunteerSource:
         return CollectedStep(scored, stats)
 
     async def serve(self) -> None:
-        """The coordinator (/join, /heartbeat, /workers) for as long as the loop runs."""
-        app = create_coordinator_app(self.registry, self.workers.join_token, self.run_info, self.announced_version,
-                                     make_granter(self.workers.store), self.workers.uploads)
-        with ServedApp(app, host=self.workers.host, port=self.workers.port):
-            logger.info("coordinator on http://%s:%d; steps up to %d from volunteer workers", self.workers.host,
-                        self.workers.port, self.config.max_steps)
+        """The coordinator (/join, /heartbeat, /assign, /grant, /workers) for as long as the loop runs."""
+        workers = self.workers
+        app = create_coordinator_app(self.registry, workers.join_token, self.run_key, self.run_info,
+                                     self.announced_version, make_granter(workers.store), self.assigner,
+                                     workers.uploads, workers.admission)
+        with self.announced_version, ServedApp(app, host=workers.host, port=workers.port):
+            logger.info("coordinator on http://%s:%d; steps up to %d from volunteer workers", workers.host,
+                        workers.port, self.config.max_steps)
             await asyncio.Event().wait()
 
     def published(self, step: int) -> None:

@@ -76,8 +76,9 @@ def proof_mismatch(hidden: torch.Tensor, prompt_len: int, proofs: list[bytes], c
     except Exception as exc:  # noqa: BLE001 - a proof that does not even decode is a failed proof
         return f"undecodable proof ({exc})"
     for chunk, result in enumerate(results):
-        if (result.exp_mismatches > config.max_exp_mismatches or result.mant_err_mean > config.max_mant_err_mean
-                or result.mant_err_median > config.max_mant_err_median):
+        # Accept only what is provably within bounds: a NaN figure compares false and fails.
+        if not (result.exp_mismatches <= config.max_exp_mismatches and result.mant_err_mean <= config.max_mant_err_mean
+                and result.mant_err_median <= config.max_mant_err_median):
             return (f"chunk {chunk}: {result.exp_mismatches} exponent mismatches, mantissa error mean "
                     f"{result.mant_err_mean:.1f} median {result.mant_err_median:.1f}")
     return None

@@ -1,6 +1,7 @@
-"""Registered workers: public keys, bans, and per-worker accept/reject statistics.
+"""Registered workers: public keys, bans, open assignments, and per-worker accept/reject statistics.
 
-Saved as JSON (atomic rename) so that bans and counts survive an orchestrator restart.
+Saved as JSON (atomic rename) so that bans and counts survive an orchestrator restart; written only when
+something in it changed (a new worker, an assignment issued or answered, a verdict), never on a repeated join.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ class WorkerStats:
     batches_rejected: int = 0
     samples_accepted: int = 0
     samples_rejected: int = 0
+    batches_dropped: int = 0
+    """Batches set aside without counting against the worker: stale ones, and the same batch uploaded again."""
     reasons: Counter = field(default_factory=Counter)
     """Why batches or samples were rejected (reason -> count)."""
 
@@ -38,6 +41,8 @@ class WorkerEntry:
     banned: bool = False
     ban_reason: str = ""
     stats: WorkerStats = field(default_factory=WorkerStats)
+    assignments: dict[str, list[float]] = field(default_factory=dict)
+    """Open assignments: id -> [expires_at, samples expected] (coordinator/assign.py)."""
 
 
 class WorkerRegistry:
@@ -50,16 +55,45 @@ class WorkerRegistry:
             for worker_id, raw in json.loads(self.path.read_text()).items():
                 stats = raw.pop("stats")
                 stats["reasons"] = Counter(stats["reasons"])
+                raw.setdefault("assignments", {})
                 self.workers[worker_id] = WorkerEntry(**raw, stats=WorkerStats(**stats))
 
-    def register(self, worker_id: str, public_key_hex: str) -> None:
+    def register(self, worker_id: str, public_key_hex: str) -> bool:
+        """Register `worker_id` with this key; True when it is new (False: it was, with this key)."""
         keys.parse_public_key(public_key_hex)  # refuse a malformed key at registration, not at first batch
         with self._lock:
             existing = self.workers.get(worker_id)
-            if existing is not None and existing.public_key != public_key_hex:
-                raise ValueError(f"worker {worker_id!r} is already registered with another key")
-            self.workers.setdefault(worker_id, WorkerEntry(public_key=public_key_hex))
+            if existing is not None:
+                if existing.public_key != public_key_hex:
+                    raise ValueError(f"worker {worker_id!r} is already registered with another key")
+                return False
+            self.workers[worker_id] = WorkerEntry(public_key=public_key_hex)
             self.save()
+            return True
+
+    def open_assignments(self, worker_id: str, now: float) -> int:
+        """Assignments `worker_id` holds that have not expired."""
+        with self._lock:
+            return sum(1 for expires, _ in self.workers[worker_id].assignments.values() if expires > now)
+
+    def add_assignment(self, worker_id: str, assignment_id: str, expires_at: float, samples: int) -> None:
+        with self._lock:
+            self.workers[worker_id].assignments[assignment_id] = [expires_at, samples]
+            self.save()
+
+    def close_assignment(self, worker_id: str, assignment_id: str) -> bool:
+        """Mark it answered; False when it was not open (never issued, answered before, or abandoned)."""
+        with self._lock:
+            if self.workers[worker_id].assignments.pop(assignment_id, None) is None:
+                return False
+            self.save()
+            return True
+
+    def is_open(self, worker_id: str, assignment_id: str, now: float) -> bool:
+        with self._lock:
+            entry = self.workers.get(worker_id)
+            held = entry.assignments.get(assignment_id) if entry else None
+            return held is not None and held[0] > now
 
     def public_key(self, worker_id: str) -> Ed25519PublicKey | None:
         entry = self.workers.get(worker_id)
@@ -80,7 +114,8 @@ class WorkerRegistry:
         if self.path is not None:
             with self._lock:
                 data = {w: {"public_key": e.public_key, "banned": e.banned, "ban_reason": e.ban_reason,
-                            "stats": _stats_dict(e.stats)} for w, e in self.workers.items()}
+                            "stats": _stats_dict(e.stats), "assignments": e.assignments}
+                        for w, e in self.workers.items()}
                 atomic_write_bytes(self.path, json.dumps(data, indent=1).encode())
 
 

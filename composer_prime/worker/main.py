@@ -1,23 +1,26 @@
 """`uv run worker @ configs/worker/<...>.toml`: a volunteer worker.
 
-  join (token) -> pull the newest verified weight version -> loop:
-      roll out `prompts_per_batch` prompts x `samples_per_prompt` completions on the local engine
-      (rollout/single_turn.py, as the run's own inference source does), attach TOPLOC proofs when the
-      run asks for them, sign the batch, journal it, upload it to `rollouts/<worker_id>/<batch_id>.msgpack`
-      through a grant from the run (coordinator/grants.py: no store credential here);
-      pick up newer weight versions that heartbeats announce.
+  join (token; the answer must be signed by the run key this worker was given) -> pull the newest
+  verified weight version -> loop:
+      ask for an assignment (coordinator/assign.py: which examples, and the key of the sampling noise),
+      journal it, roll out each assigned example `samples_per_prompt` times on the local engine
+      (rollout/single_turn.py, as the run's own inference source does), drawing sample j of the batch by
+      Gumbel-max with noise (key, j) so the run can check the tokens were sampled (verify/sampled.py),
+      attach TOPLOC proofs when the run asks for them, sign the batch, journal it, upload it to
+      `rollouts/<worker_id>/<assignment_id>.msgpack` through a grant from the run (coordinator/grants.py:
+      no store credential here); pick up newer weight versions that heartbeats announce.
 
 Disconnects: every request to the coordinator, the servers and the store is retried with
-exponential back-off; a restart uploads the journal's pending batches first (journal.py).
+exponential back-off; a restart uploads the journal's pending batches first, then samples the
+assignment it held (journal.py): keyed sampling draws the same tokens again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
+import secrets
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -30,16 +33,18 @@ from composer_prime.broadcast.manifest import BroadcastError
 from composer_prime.cli import run_cli
 from composer_prime.configs.shared import ModelConfig
 from composer_prime.configs.worker import WorkerConfig
-from composer_prime.coordinator.grants import upload_batch
-from composer_prime.coordinator.protocol import (Heartbeat, HeartbeatResponse, JoinRequest, JoinResponse,
-                                                 heartbeat_message)
+from composer_prime.coordinator.grants import GrantRefused, upload_batch
+from composer_prime.coordinator.protocol import (AnswerRefused, AssignRequest, Heartbeat, HeartbeatResponse,
+                                                 JoinRequest, JoinResponse, assign_message, heartbeat_message,
+                                                 open_answer, worker_id)
 from composer_prime.errors import UserError
 from composer_prime.model.load import resolve_device
 from composer_prime.configs.rollout import EnvConfig, SamplingConfig
 from composer_prime.rollout.envs import Environment, load_environment
 from composer_prime.rollout.sampler import Sampler
 from composer_prime.rollout.single_turn import rollout_group
-from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, signed_bytes
+from composer_prime.verify.rollout_batch import (Assignment, AssignmentRefused, RolloutBatch, RolloutSample,
+                                                 open_assignment, signed_bytes)
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.toploc import build_proofs, require_toploc
 from composer_prime.worker.journal import Journal
@@ -62,15 +67,12 @@ async def retry(what: str, call: Callable[[], Awaitable[T]], first_s: float, fat
             delay = min(60.0, delay * 2)
 
 
-def new_batch_id() -> str:
-    """Unique, and sorting in creation order (the run verifies batches in upload order: verify/inbox.py)."""
-    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
-
-
 class Worker:
     def __init__(self, config: WorkerConfig):
         self.config = config
         self.key = keys.load_or_create_private_key(config.state_dir / "worker.key")
+        self.run_public = keys.load_public_key(config.run_public_key)
+        self.worker_id = worker_id(config.name, keys.public_hex(self.key))
         self.http = httpx.AsyncClient(base_url=config.run_url.rstrip("/"), timeout=30)
         self.journal = Journal(config.state_dir / "journal")
         self.version = -1
@@ -78,29 +80,58 @@ class Worker:
         self.banned = False
 
     async def join(self) -> JoinResponse:
-        request = JoinRequest(join_token=self.config.join_token, worker_id=self.config.worker_id,
-                              public_key=keys.public_hex(self.key))
+        nonce = secrets.token_hex(16)
+        request = JoinRequest(join_token=self.config.join_token, name=self.config.name,
+                              public_key=keys.public_hex(self.key), nonce=nonce)
 
         async def call() -> JoinResponse:
             response = await self.http.post("/join", json=request.model_dump())
-            if response.status_code in (400, 403, 409):  # a wrong token or a taken id will not fix itself
+            if response.status_code in (400, 403, 409, 422):  # a wrong token or a bad name will not fix itself
                 raise UserError(f"run at {self.config.run_url} refused to join: {response.json().get('detail')}")
             response.raise_for_status()
-            return JoinResponse.model_validate(response.json())
+            try:
+                answer = open_answer(self.run_public, response.json(), JoinResponse)
+                if answer.nonce != nonce or answer.worker_id != self.worker_id:
+                    raise AnswerRefused("a signed join answer for another request")
+            except AnswerRefused as exc:  # the wrong run key configured, or someone between this worker and the run
+                raise UserError(f"run at {self.config.run_url} sent a join answer this worker must not trust: {exc}") from None
+            return answer
 
         return await retry("join", call, self.config.retry_s)
 
     async def heartbeat(self) -> HeartbeatResponse:
         now = time.time()
         uploaded = self.journal.uploaded_count()
-        signature = self.key.sign(heartbeat_message(self.config.worker_id, now, self.version, uploaded)).hex()
-        beat = Heartbeat(worker_id=self.config.worker_id, time=now, weight_version=self.version,
+        signature = self.key.sign(heartbeat_message(self.worker_id, now, self.version, uploaded)).hex()
+        beat = Heartbeat(worker_id=self.worker_id, time=now, weight_version=self.version,
                          batches_uploaded=uploaded, signature=signature)
         response = await self.http.post("/heartbeat", json=beat.model_dump())
         response.raise_for_status()
-        answer = HeartbeatResponse.model_validate(response.json())
+        answer = open_answer(self.run_public, response.json(), HeartbeatResponse)
+        if answer.worker_id != self.worker_id or answer.time != now:
+            raise AnswerRefused("a signed heartbeat answer for another beat (replayed?)")
         self.announced, self.banned = answer.current_version, answer.banned
         return answer
+
+    async def assignment(self) -> tuple[Assignment, bytes]:
+        """The next batch to sample, as the run signed it (journaled before any sampling)."""
+
+        async def call() -> tuple[Assignment, bytes]:
+            now = time.time()
+            request = AssignRequest(worker_id=self.worker_id, time=now,
+                                    signature=self.key.sign(assign_message(self.worker_id, now)).hex())
+            response = await self.http.post("/assign", json=request.model_dump())
+            if response.status_code == 403:
+                raise UserError(f"run refused an assignment: {response.json().get('detail')}")
+            response.raise_for_status()
+            assignment = open_assignment(response.content, self.run_public)  # AssignmentRefused: retried
+            if assignment.worker_id != self.worker_id:
+                raise AssignmentRefused("an assignment for another worker")
+            return assignment, response.content
+
+        assignment, signed = await retry("assignment", call, self.config.retry_s)
+        self.journal.add_assignment(assignment.assignment_id, signed)
+        return assignment, signed
 
     async def heartbeats(self) -> None:
         while True:
@@ -117,19 +148,24 @@ class Worker:
                            report.version, index, source)
 
     async def upload(self, batch_id: str, data: bytes) -> None:
-        await retry(f"upload {batch_id}", lambda: upload_batch(self.http, self.key, self.config.worker_id, batch_id, data),
-                    self.config.retry_s)
+        try:
+            await retry(f"upload {batch_id}", lambda: upload_batch(self.http, self.key, self.worker_id, batch_id, data),
+                        self.config.retry_s, fatal=(UserError, GrantRefused))
+        except GrantRefused as exc:  # answered already (uploaded before a crash) or expired: nothing left to send
+            logger.warning("%s; dropped from the journal", exc)
         self.journal.mark_uploaded(batch_id)
 
     async def sample(self, sampler: Sampler, env: Environment, tokenizer: PreTrainedTokenizerBase, info: JoinResponse,
-                     rng: random.Random, prover: ModelScorer | None) -> tuple[list[RolloutSample], int]:
-        """One batch's samples (`prompts_per_batch` groups) and the weight version that sampled the last group."""
-        sampling = SamplingConfig(temperature=info.temperature, max_tokens=info.max_tokens)
+                     assignment: Assignment, prover: ModelScorer | None) -> tuple[list[RolloutSample], int]:
+        """The assigned batch's samples (one group per assigned example) and the weight version that sampled the
+        last group. Sample j is drawn with the assignment's noise (key, j) when the run proves sampling."""
+        sampling = SamplingConfig(temperature=assignment.temperature, top_p=assignment.top_p,
+                                  max_tokens=assignment.max_tokens)
         examples, samples, version = env.examples("train"), [], self.version
-        for _ in range(info.prompts_per_batch):
-            index = rng.randrange(len(examples))
-            group = await rollout_group(sampler, env, tokenizer, examples[index], sampling,
-                                        n=info.samples_per_prompt, seed=rng.randrange(2**31))
+        n = assignment.samples_per_prompt
+        for slot, index in enumerate(assignment.example_ids):
+            noise = {"gumbel_key": assignment.key, "gumbel_first_sample": slot * n} if info.prove_sampling else {}
+            group = await rollout_group(sampler, env, tokenizer, examples[index], sampling, n=n, **noise)
             version, prompt = group.weight_version, group.prompt_ids
             for completion, score in zip(group.completions, group.scores, strict=True):
                 proofs = []
@@ -148,17 +184,25 @@ class Worker:
         from composer_prime.configs.inference import InferenceConfig
 
         info = await self.join()
+        if info.prove_sampling and self.config.backend.type != "transformers":
+            raise UserError(f"this run checks that tokens were sampled with its noise (keyed Gumbel-max), which the "
+                            f"{self.config.backend.type} backend cannot do: use backend.type = 'transformers'")
         for batch_id, data in self.journal.pending_batches():  # signed before a crash, not yet confirmed uploaded
             await self.upload(batch_id, data)
         # Weights only through the run's servers: this worker holds no store credential (coordinator/grants.py).
-        client = BroadcastClient(make_sources(info.broadcast_servers), keys.parse_public_key(info.run_public_key),
+        client = BroadcastClient(make_sources(info.broadcast_servers), self.run_public,
                                  self.config.state_dir / "broadcasts")
         report = await retry("weights", lambda: asyncio.to_thread(client.fetch, None), self.config.retry_s)
         self._log_corrupt(report)
         self.version = report.version
         logger.info("weights v%d ready at %s", report.version, report.path)
+        # The run's tolerance for sampling checks is measured for float32 engines (benchmarks/README.md).
+        dtype = "float32" if info.prove_sampling else self.config.dtype
+        if dtype != self.config.dtype and self.config.dtype is not None:
+            logger.warning("sampling in float32, not %s: the run checks every token against float32 logits",
+                           self.config.dtype)
         backend = make_backend(InferenceConfig(
-            model=ModelConfig(path=str(report.path), dtype=self.config.dtype, device=self.config.device),
+            model=ModelConfig(path=str(report.path), dtype=dtype, device=self.config.device),
             backend=self.config.backend, seed=self.config.seed))
         tokenizer = AutoTokenizer.from_pretrained(report.path)
         paths = {report.version: report.path}
@@ -170,9 +214,9 @@ class Worker:
             prover = ModelScorer(lambda version: paths[version], keep=1, device=str(device))
         env = load_environment(EnvConfig(id=info.env_id, args=info.env_args))
         beats = asyncio.create_task(self.heartbeats())
-        rng = random.Random(f"{self.config.seed}/{self.config.worker_id}/{self.journal.uploaded_count()}")
         done = 0
         per_version: dict[int, int] = {}
+        held = self.journal.assignments()  # assigned before a crash: sampled again, to the same tokens
         try:
             while self.config.max_batches is None or done < self.config.max_batches:
                 if self.banned:
@@ -190,16 +234,26 @@ class Worker:
                 if limit is not None and per_version.get(self.version, 0) >= limit:
                     await asyncio.sleep(self.config.heartbeat_s)  # heartbeats announce the next version
                     continue
-                batch_id = new_batch_id()
-                samples, version = await self.sample(backend, env, tokenizer, info, rng, prover)
-                batch = RolloutBatch(worker_id=self.config.worker_id, batch_id=batch_id, weight_version=version,
-                                     temperature=info.temperature, samples=samples)
+                if held:
+                    signed = held.pop(0)
+                    try:
+                        assignment = open_assignment(signed, self.run_public)
+                    except AssignmentRefused:  # written by another run key: not ours to answer
+                        continue
+                    if assignment.expires_at < time.time() + 5:
+                        self.journal.drop_assignment(assignment.assignment_id)
+                        continue
+                else:
+                    assignment, signed = await self.assignment()
+                samples, version = await self.sample(backend, env, tokenizer, info, assignment, prover)
+                batch = RolloutBatch(worker_id=self.worker_id, batch_id=assignment.assignment_id, assignment=signed,
+                                     weight_version=version, temperature=assignment.temperature, samples=samples)
                 data = signed_bytes(batch, self.key)
-                self.journal.add(batch_id, data)
-                await self.upload(batch_id, data)
+                self.journal.add(batch.batch_id, data)  # the batch replaces its assignment in the journal
+                await self.upload(batch.batch_id, data)
                 done += 1
                 per_version[version] = per_version.get(version, 0) + 1
-                logger.info("uploaded batch %s (%d samples, weights v%d)", batch_id, len(samples), version)
+                logger.info("uploaded batch %s (%d samples, weights v%d)", batch.batch_id, len(samples), version)
             await self.heartbeat()  # a last beat, so the run sees the final upload count
         finally:
             beats.cancel()

@@ -131,3 +131,30 @@ def test_store_source_pulls_without_a_server(published, run_key, tmp_path):
     report = client.fetch()
     _same_version(published, report.path)
     assert client.fetch(3).already_present
+
+
+def test_a_slow_source_is_dropped_for_a_fast_one_and_nonsense_answers_are_skipped(published, run_key, tmp_path, serve):
+    """Issue 30: a slow relay serving shards stalled the client indefinitely (no deadline, no minimum rate), until
+    the run banned the honest workers behind it for stale batches. Here the relay sends 20 kB/s in all and the
+    origin is unthrottled: the relay falls under the minimum rate, the client resumes from the origin, and the
+    version arrives intact. A server whose /versions is not a version list counts as listing nothing."""
+    from fastapi import FastAPI
+    from fastapi.responses import Response
+
+    store = Store(str(tmp_path / "store"))
+    manifest = publish_version(published, store, run_key, 3, shard_size=SHARD)
+    origin = serve(create_origin_app(store))
+    slow = serve(create_relay_app([origin.url], tmp_path / "relay-cache", run_key.public_key(), egress_bytes_per_s=20_000))
+    nonsense = FastAPI()
+    nonsense.get("/versions")(lambda: Response(b'{"versions": [7]}', media_type="application/json"))
+    liar = serve(nonsense)
+    client = BroadcastClient([HttpSource(slow.url, min_bytes_per_s=100_000, grace_s=0.5), HttpSource(liar.url),
+                              HttpSource(origin.url)], run_key.public_key(), tmp_path / "w", parallel=2)
+    client._order = lambda index: sorted(client.sources, key=lambda s: client._strikes[s.name])  # the relay first
+    assert client.latest_version() == 3
+    report = client.fetch(3)
+    client.close()
+    slow_failures = [reason for _, source, reason in report.failures if source == slow.url]
+    assert slow_failures and all("under the minimum" in reason for reason in slow_failures)
+    assert report.bytes_by_source[origin.url] > manifest.body.total_size / 2
+    _same_version(published, report.path)

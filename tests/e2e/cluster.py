@@ -19,6 +19,7 @@ import httpx
 import tomli_w
 
 from composer_prime import keys
+from composer_prime.coordinator.protocol import worker_id
 from local_s3 import start_local_s3
 from composer_prime.diloco.lighthouse import start_lighthouse
 from composer_prime.utils.net import free_port
@@ -110,7 +111,7 @@ class LocalRun:
             "eval": {"num_examples": 0}, "sampling": {"temperature": 1.0, "max_tokens": 16},
             "advantage": {"std_normalize": True}, "log": {"progress": False}, "source": "workers",
             "step_store": {**self.store, "role": "orchestrator"}, "step_key": str(self.root / "step.key"),
-            "workers": {"port": self.coordinator_port, "join_token": TOKEN, "run_public_key": keys.public_hex(self.run_key),
+            "workers": {"port": self.coordinator_port, "join_token": TOKEN, "run_key": str(self.root / "run.key"),
                         "store": {**self.store, "role": "coordinator"}, "broadcast_servers": [self.relay, self.origin],
                         "prompts_per_batch": 4, "poll_s": 0.3, "verify": self.verify_config(),
                         "uploads": {"grant_ttl_s": GRANT_TTL_S, "max_bytes": MAX_BATCH_BYTES}},
@@ -124,11 +125,16 @@ class LocalRun:
             config["toploc"] = {"check_fraction": 1.0}
         return config
 
+    def worker_id(self, name: str) -> str:
+        """The id a worker started by `start_worker(name)` has in the run (its key is made here, first)."""
+        return worker_id(name, keys.public_hex(keys.load_or_create_private_key(self.root / name / "worker.key")))
+
     def start_worker(self, name: str, seed: int = 0) -> Child:
         # One batch of 32 samples per worker and version: two honest workers fill a step of 64 on fresh weights.
         return self.spawn(name, ["-m", "composer_prime.worker.main", "@", str(_toml(self.root / f"{name}.toml", {
-            "run_url": self.run_url, "join_token": TOKEN, "worker_id": name, "state_dir": str(self.root / name),
-            "heartbeat_s": 0.5, "num_threads": 1, "retry_s": 0.5, "max_batches_per_version": 1, "seed": seed}))])
+            "run_url": self.run_url, "join_token": TOKEN, "name": name, "state_dir": str(self.root / name),
+            "run_public_key": keys.public_hex(self.run_key), "heartbeat_s": 0.5, "num_threads": 1, "retry_s": 0.5,
+            "max_batches_per_version": 1, "seed": seed}))])
 
     def wait(self, what: str, condition, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s

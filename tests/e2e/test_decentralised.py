@@ -33,7 +33,7 @@ from composer_prime.utils.metrics import read_metrics
 from composer_prime.utils.processes import stop
 from composer_prime.verify.step_seal import seal_step
 from composer_prime.weights import list_versions
-from composer_prime.coordinator.protocol import JoinRequest
+from composer_prime.coordinator.protocol import JoinRequest, worker_id
 
 pytestmark = pytest.mark.slow
 STEPS = 12
@@ -53,10 +53,13 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
         for shard in (tmp_path / "relay-cache" / "step_0" / "shards").iterdir():
             shard.write_bytes(b"\0" * shard.stat().st_size)
 
-        for index, name in enumerate(("honest-1", "honest-2")):
+        honest = {name: cluster.worker_id(name) for name in ("honest-1", "honest-2")}
+        mallory = cluster.worker_id("mallory")  # its key, in its state dir, made before it starts
+        for index, name in enumerate(honest):
             cluster.start_worker(name, seed=index)
         cluster.spawn("malicious", [str(REPO / "tests" / "worker" / "malicious.py"), "--run-url", cluster.run_url,
-                                    "--join-token", TOKEN, "--worker-id", "mallory", "--victim", "honest-1",
+                                    "--join-token", TOKEN, "--name", "mallory", "--victim", honest["honest-1"],
+                                    "--run-public-key", keys.public_hex(cluster.run_key),
                                     "--model", str(WARMSTART), "--state-dir", str(tmp_path / "mallory"),
                                     "--batches", "8"])
 
@@ -69,22 +72,23 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
         leaked.write_bytes(store_batch_key(FORGED, 1), forged)
         leaked.write_bytes(store_complete_key(FORGED), seal_step(eve, FORGED, [forged, forged]))
 
-        # Eve, a volunteer like any other, joins and turns on the store once an honest batch is there.
-        cluster.wait("an honest batch in the store",
-                     lambda: admin.fs.invalidate_cache() or bool(admin.list("rollouts/honest-1")), 600)
-        httpx.post(f"{cluster.run_url}/join", json=JoinRequest(join_token=TOKEN, worker_id="eve",
-                                                               public_key=keys.public_hex(eve)).model_dump()
-                   ).raise_for_status()
-        victim = f"rollouts/honest-1/{admin.list('rollouts/honest-1')[0]}"
+        # Eve, a volunteer like any other, joins and turns on the store once honest-1 has a batch verified.
+        cluster.wait("an honest batch verified", lambda: (httpx.get(f"{cluster.run_url}/workers", timeout=5).json()
+                                                          .get(honest["honest-1"], {}).get("batches_accepted", 0)), 600)
+        httpx.post(f"{cluster.run_url}/join", json=JoinRequest(
+            join_token=TOKEN, name="eve", public_key=keys.public_hex(eve), nonce="0" * 32).model_dump()).raise_for_status()
+        eve_id = worker_id("eve", keys.public_hex(eve))
+        # Processed batches are deleted: the victim is honest-1's prefix (nothing eve writes may land there).
+        victim = f"rollouts/{honest['honest-1']}/{'0' * 32}.msgpack"
         shard = "broadcasts/step_0/shards/0"
-        before = {k: admin.read_bytes(k) for k in (victim, shard)}
+        before = admin.read_bytes(shard)
         attacks = attack_store(Target(run_url=cluster.run_url, store_url=f"{cluster.s3.endpoint_url}/run",
-                                      worker_id="eve", key=eve, victim_key=victim, shard_key=shard, step=STEPS + 1,
+                                      worker_id=eve_id, key=eve, victim_key=victim, shard_key=shard, step=STEPS + 1,
                                       grant_ttl_s=GRANT_TTL_S, max_bytes=MAX_BATCH_BYTES))
         admin.fs.invalidate_cache()
-        untouched = ({k: admin.read_bytes(k) for k in before} == before
+        untouched = (admin.read_bytes(shard) == before and not admin.exists(victim)
                      and not admin.list(f"steps/step_{STEPS + 1}")
-                     and set(admin.list("rollouts")) <= {"eve", "honest-1", "honest-2", "mallory"})
+                     and set(admin.list("rollouts")) <= {eve_id, mallory, *honest.values()})
         (tmp_path / "store-attacks.json").write_text(json.dumps(attacks, indent=1))
 
         # Kill the non-lead site after its step-4 checkpoint; the lead then waits in its quorum until it is back.
@@ -107,24 +111,25 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
     assert (tmp_path / "b" / "rollouts" / f"step_{FORGED}" / "rank_1.msgpack").read_bytes() == (
         tmp_path / "run" / "rollouts" / f"step_{FORGED}" / "rank_1.msgpack").read_bytes()
 
-    # Every honest batch accepted; the malicious worker's samples all rejected, and it is banned.
+    # Every honest sample accepted (none rejected, no batch dropped); the malicious worker's samples all rejected,
+    # and it is banned.
     workers = json.loads((tmp_path / "run" / "workers" / "registry.json").read_text())
-    for name in ("honest-1", "honest-2"):
-        stats = workers[name]["stats"]
+    for wid in honest.values():
+        stats = workers[wid]["stats"]
         assert stats["batches_accepted"] > 0 and stats["batches_rejected"] == 0 and stats["samples_rejected"] == 0, stats
+        assert stats["batches_dropped"] == 0 and stats["reasons"] == {}, stats
     sent = json.loads((tmp_path / "mallory" / "sent.json").read_text())
     assert all(sent.values()), sent  # every attack was tried
-    assert workers["mallory"]["stats"]["samples_accepted"] <= 0.01 * sum(sent.values()), (workers["mallory"], sent)
-    assert workers["mallory"]["banned"]
-    # Before the ban (96 samples) the first three attacks met their own checks (with proofs: fabricated log-probs,
-    # proofs from other weights, a stale version); the forged batch never counts against the worker it names (it
-    # lands under mallory's own prefix, so it counts against mallory: `misplaced`).
-    expected = {"logprob-mismatch", "stale", "toploc-mismatch"} if TOPLOC else {"logprob-mismatch", "stale"}
-    assert workers["mallory"]["stats"]["reasons"].keys() >= expected, workers["mallory"]
-    assert workers["honest-1"]["stats"]["reasons"] == {}
+    assert workers[mallory]["stats"]["samples_accepted"] <= 0.01 * sum(sent.values()), (workers[mallory], sent)
+    assert workers[mallory]["banned"]
+    # Before the ban (96 samples) the first three counted attacks met their own checks: chosen tokens with their true
+    # log-probs (not sampled), fabricated log-probs, and with proofs, proofs from other weights. The forged batch never
+    # counts against the worker it names (it lands under mallory's own prefix, so it counts against mallory).
+    expected = {"not-sampled", "logprob-mismatch", "toploc-mismatch"} if TOPLOC else {"not-sampled", "logprob-mismatch"}
+    assert workers[mallory]["stats"]["reasons"].keys() >= expected, workers[mallory]
     # The corrupted relay shards were caught by hash and fetched again.
     assert "failed its hash; fetched again elsewhere" in "".join(
-        (logs / f"{n}.log").read_text() for n in ("honest-1", "honest-2"))
+        (logs / f"{n}.log").read_text() for n in honest)
     # The killed site healed from the lead; both trained every step to the end; only the lead published.
     assert "healing is required" in (logs / "site-b-restarted.log").read_text()
     assert list_versions(tmp_path / "run")[-1] == STEPS and not list_versions(tmp_path / "b")

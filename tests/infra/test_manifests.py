@@ -61,11 +61,12 @@ def test_each_process_gets_its_roles_store_key_and_volunteers_none():
                for name, s in services.items()}
     assert sourced == {"secrets": set(), "s3": set(), "trainer": set(), "publisher": {"publisher"},
                        "origin": {"origin"}, "relay": set(), "orchestrator": {"coordinator", "orchestrator"},
-                       "worker": set()}
+                       "run-public-key": set(), "worker": set()}
     assert all(role in ROLES for roles in sourced.values() for role in roles)
     for name in ("worker", "relay", "trainer"):  # no path to the keys at all
         assert not any("secrets" in str(v) for v in services[name].get("volumes", [])), name
         assert "AWS_" not in json.dumps(services[name])
+    assert services["worker"]["volumes"] == ["public:/public:ro"]  # the run key's public half, nothing else of /run
     volunteer = K8S["volunteer.yaml"][0]
     refs = json.dumps(volunteer)
     assert "store-" not in refs and "AWS_" not in refs and volunteer["kind"] == "StatefulSet"

@@ -35,9 +35,9 @@ def test_volunteer_and_inference_steps_have_the_same_metrics_and_both_write_trac
                 sampling=SamplingConfig(max_tokens=8), eval=InRunEvalConfig(num_examples=0),
                 env=EnvConfig(id="reverse-text", args={"num_examples": 32}))
     via_inference = OrchestratorConfig(**base, inference_url=inference_url, output_dir=tmp_path / "inference")
-    run_key = keys.load_or_create_private_key(tmp_path / "run.key")
+    keys.load_or_create_private_key(tmp_path / "run.key")  # the key the coordinator signs with
     via_workers = OrchestratorConfig(**base, output_dir=tmp_path / "workers", source="workers", workers={
-        "join_token": "long-enough", "run_public_key": keys.public_hex(run_key), "store": {"url": str(tmp_path / "s")}})
+        "join_token": "long-enough", "run_key": str(tmp_path / "run.key"), "store": {"url": str(tmp_path / "s")}})
     env, tokenizer = load_environment(via_inference.env), AutoTokenizer.from_pretrained(tiny_model)
     train_ids = [e.id for e in env.examples("train")]
 

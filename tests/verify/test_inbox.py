@@ -1,62 +1,105 @@
-"""The inbox verifies new batches in upload order across workers, each once, and remembers them across restarts."""
+"""The inbox verifies new batches in upload order across workers, each once, remembers them across restarts,
+deletes what it processed, and nothing a worker puts in the store makes it raise."""
 
 from __future__ import annotations
 
 import os
+import time
 
-from composer_prime import keys
-from composer_prime.store import Store
-from composer_prime.configs.verify import VerifyConfig
-from composer_prime.verify.inbox import RolloutInbox
-from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, signed_bytes
-from composer_prime.verify.scorer import Scorer
-from composer_prime.verify.verifier import RolloutVerifier
-from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.coordinator.protocol import rollout_key
+from composer_prime.store import Store
+from composer_prime.verify.inbox import RolloutInbox
+from composer_prime.verify.rollout_batch import signed_bytes
 
 
-def test_batches_are_verified_in_upload_order_once(tmp_path):
+def _stamp(store: Store, key: str, t: float) -> None:
+    os.utime(store.path(key), (t, t))
+
+
+def test_batches_are_verified_in_upload_order_once_then_deleted(run, tmp_path):
     store = Store(str(tmp_path / "store"))
-    registry = WorkerRegistry()
-    worker_keys = {w: keys.generate_key() for w in ("ann", "bob")}
-    for worker, key in worker_keys.items():
-        registry.register(worker, keys.public_hex(key))
-    sample = RolloutSample(prompt_ids=[1], completion_ids=[2], logprobs=[-0.5])
-    # Uploaded at t = 30, 10, 20 (seconds): bob's second batch came first, then ann's.
-    uploads = [("ann", "b-late", 30), ("bob", "a-first", 10), ("bob", "c-middle", 20)]
-    for worker, batch_id, t in uploads:
-        # Version 0 while the run is at 5: refused as stale before any scoring, but in the order verified.
-        batch = RolloutBatch(worker_id=worker, batch_id=batch_id, weight_version=0, temperature=1.0, samples=[sample])
-        store.write_bytes(rollout_key(worker, batch_id), signed_bytes(batch, worker_keys[worker]))
-        os.utime(store.path(rollout_key(worker, batch_id)), (t, t))
-    verifier = RolloutVerifier(registry, Scorer(), VerifyConfig(), vocab_size=8)
+    registry, workers = run.registry(tmp_path / "workers.json", "ann", "bob")
+    verifier = run.verifier(registry)
+    uploads = []
+    for (name, t) in [("ann", 30), ("bob", 10), ("bob", 20)]:
+        wid, key = workers[name]
+        assignment, signed = run.assign(registry, wid)
+        # Version 0 while the run is at 5: dropped as stale before any scoring, but in the order verified.
+        data = signed_bytes(run.batch(wid, assignment, signed, run.honest(assignment), version=0), key)
+        store.write_bytes(rollout_key(wid, assignment.assignment_id), data)
+        _stamp(store, rollout_key(wid, assignment.assignment_id), t)
+        uploads.append((t, wid, assignment.assignment_id, data))
     inbox = RolloutInbox(store, verifier, tmp_path / "inbox.json")
     decisions = inbox.poll(lambda: 5)
     assert [(d.worker_id, d.batch_id, d.batch_reason) for d in decisions] == [
-        ("bob", "a-first", "stale"), ("bob", "c-middle", "stale"), ("ann", "b-late", "stale")]
+        (wid, batch, "stale") for _, wid, batch, _ in sorted(uploads)]
+    assert not any(store.list(f"rollouts/{wid}") for wid, _ in workers.values())  # processed, so deleted
     assert inbox.poll(lambda: 5) == []
-    assert RolloutInbox(store, verifier, tmp_path / "inbox.json").poll(lambda: 5) == []
+    # A restart remembers the answered assignments: the same batch uploaded again (a replayed grant) is a duplicate,
+    # not counted; and it is deleted again.
+    _, wid, batch, data = uploads[0]
+    store.write_bytes(rollout_key(wid, batch), data)
+    again = RolloutInbox(store, run.verifier(registry), tmp_path / "inbox.json")
+    assert [d.batch_reason for d in again.poll(lambda: 5)] == ["duplicate"]
+    assert not store.list(f"rollouts/{wid}") and registry.summary()[wid]["batches_dropped"] == 2
 
 
-def test_what_a_worker_uploads_under_its_own_prefix_counts_against_it(tmp_path):
+def test_what_a_worker_uploads_under_its_own_prefix_counts_against_it(run, tmp_path):
     """Uploads go by grant to the uploader's own prefix only, so garbage or another worker's name found there is
     the uploader's doing; a forged batch under the named worker's own prefix still never counts against it."""
     store = Store(str(tmp_path / "store"))
-    registry = WorkerRegistry()
-    worker_keys = {w: keys.generate_key() for w in ("ann", "eve")}
-    for worker, key in worker_keys.items():
-        registry.register(worker, keys.public_hex(key))
-    sample = RolloutSample(prompt_ids=[1], completion_ids=[2], logprobs=[-0.5])
-    claiming_ann = RolloutBatch(worker_id="ann", batch_id="x", weight_version=5, temperature=1.0, samples=[sample])
-    store.write_bytes(rollout_key("eve", "1-garbage"), b"not a batch")
-    store.write_bytes(rollout_key("eve", "2-claims-ann"), signed_bytes(claiming_ann, worker_keys["eve"]))
-    store.write_bytes(rollout_key("ann", "3-forged"), signed_bytes(claiming_ann, worker_keys["eve"]))
-    for t, name in enumerate(("eve/1-garbage", "eve/2-claims-ann", "ann/3-forged")):
-        os.utime(store.path(f"rollouts/{name}.msgpack"), (t, t))
-    verifier = RolloutVerifier(registry, Scorer(), VerifyConfig(), vocab_size=8)
-    decisions = RolloutInbox(store, verifier).poll(lambda: 5)
+    registry, workers = run.registry(tmp_path / "workers.json", "ann", "eve")
+    (aid, _), (eid, ekey) = workers["ann"], workers["eve"]
+    assignment, signed = run.assign(registry, aid)
+    claiming_ann = signed_bytes(run.batch(aid, assignment, signed, []), ekey)
+    store.write_bytes(rollout_key(eid, "1"), b"not a batch")
+    store.write_bytes(rollout_key(eid, "2"), claiming_ann)
+    store.write_bytes(rollout_key(aid, "3"), claiming_ann)
+    for t, key in enumerate((rollout_key(eid, "1"), rollout_key(eid, "2"), rollout_key(aid, "3"))):
+        _stamp(store, key, t)
+    decisions = RolloutInbox(store, run.verifier(registry)).poll(lambda: 5)
     assert [(d.worker_id, d.batch_reason) for d in decisions] == [
-        ("eve", "malformed"), ("eve", "misplaced"), ("ann", "bad-signature")]
+        (eid, "malformed"), (eid, "misplaced"), (aid, "bad-signature")]
     summary = registry.summary()
-    assert summary["eve"]["batches_rejected"] == 2 and summary["eve"]["reasons"] == {"malformed": 1, "misplaced": 1}
-    assert summary["ann"]["batches_rejected"] == 0 and summary["ann"]["reasons"] == {}
+    assert summary[eid]["batches_rejected"] == 2 and summary[eid]["reasons"] == {"malformed": 1, "misplaced": 1}
+    assert summary[aid]["batches_rejected"] == 0 and summary[aid]["reasons"] == {}
+
+
+def test_nothing_in_the_store_makes_the_intake_raise(run, tmp_path):
+    """Issue 30: a worker id `.` wrote a file where the intake expects a folder and every poll raised, after each
+    restart too. Ids are bound to keys now (no `.`), and whatever is found, the intake carries on and blames
+    only the worker whose prefix held it."""
+    store = Store(str(tmp_path / "store"))
+    registry, workers = run.registry(tmp_path / "workers.json", "eve")
+    eid, _ = workers["eve"]
+    store.write_bytes("rollouts/stray.msgpack", b"a file where folders are")
+    store.write_bytes("rollouts/./other.msgpack", b"x")
+    store.write_bytes("rollouts/unregistered/x.msgpack", b"x")
+    store.write_bytes(rollout_key(eid, "big"), b"x" * 2048)  # over this inbox's limit: refused unread
+    store.write_bytes(f"rollouts/{eid}/.part.tmp-1", b"x")  # a local write in progress: not a batch yet
+    verifier = run.verifier(registry)
+    verifier.verify = lambda *a, **k: 1 / 0  # whatever an upload makes the checks do
+    store.write_bytes(rollout_key(eid, "boom"), b"y")
+    inbox = RolloutInbox(store, verifier, tmp_path / "inbox.json", max_bytes=1024)
+    decisions = inbox.poll(lambda: 5)
+    assert sorted(d.batch_reason for d in decisions) == ["malformed", "malformed"]
+    assert registry.summary()[eid]["reasons"] == {"malformed": 2}
+    assert inbox.poll(lambda: 5) == []
+    assert store.exists("rollouts/unregistered/x.msgpack")  # not a worker's prefix: left alone, never read
+
+
+def test_an_assignment_left_unanswered_past_its_time_counts_as_failures(run, tmp_path):
+    store = Store(str(tmp_path / "store"))
+    registry, workers = run.registry(tmp_path / "workers.json", "shopper")
+    wid, key = workers["shopper"]
+    verifier = run.verifier(registry)
+    kept, signed = run.assign(registry, wid)  # uploaded late but within the grace: not abandoned
+    dropped, _ = run.assign(registry, wid)  # never answered: drawn, sampled, not liked
+    for assignment in (kept, dropped):
+        registry.workers[wid].assignments[assignment.assignment_id][0] = time.time() - 30
+    store.write_bytes(rollout_key(wid, kept.assignment_id),
+                      signed_bytes(run.batch(wid, kept, signed, run.honest(kept)), key))
+    decisions = RolloutInbox(store, verifier, grace_s=10).poll(lambda: 1)
+    assert sorted((d.batch_id, d.batch_reason) for d in decisions) == sorted(
+        [(kept.assignment_id, None), (dropped.assignment_id, "abandoned")])
+    assert registry.summary()[wid]["samples_rejected"] == 8 and not registry.workers[wid].assignments

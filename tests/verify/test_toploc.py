@@ -7,22 +7,18 @@ reasons. (CI installs the extra: .ci/run.)"""
 from __future__ import annotations
 
 import copy
-import uuid
 from pathlib import Path
 
+import msgspec
 import pytest
 import torch
 from transformers import AutoTokenizer
 
-from composer_prime import keys
 from composer_prime.configs.verify import ToplocConfig
-from composer_prime.configs.verify import VerifyConfig
 from noise import add_weight_noise_
-from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, signed_bytes
+from composer_prime.verify.rollout_batch import signed_bytes
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.toploc import build_proofs, num_proofs, proof_mismatch
-from composer_prime.verify.verifier import RolloutVerifier
-from composer_prime.verify.worker_registry import WorkerRegistry
 
 pytest.importorskip("toploc")
 
@@ -78,20 +74,21 @@ def test_proofs_of_the_same_weights_pass_and_of_other_weights_or_tokens_fail(sco
     assert proof_mismatch(hidden, len(prompt), [b"\x00"] * len(proofs), CONFIG) is not None
 
 
-def test_verifier_requires_proofs_and_rejects_those_of_other_weights(scorer, sample, tmp_path):
-    prompt, completion = sample
-    registry = WorkerRegistry(tmp_path / "workers.json")
-    key = keys.generate_key()
-    registry.register("w", keys.public_hex(key))
-    config = VerifyConfig(ban_min_samples=1000, toploc=CONFIG)
-    verifier = RolloutVerifier(registry, scorer, config, scorer.model(0).config.vocab_size)
-    logprobs = scorer.logprobs(0, prompt, completion, 1.0)
-    honest = build_proofs(scorer.hidden_states(0, prompt + completion), len(prompt), CONFIG.spec())
-    forged = build_proofs(_hidden(_perturbed(scorer.model(0), 0.3), prompt + completion), len(prompt), CONFIG.spec())
-    samples = [RolloutSample(prompt, completion, logprobs, proofs=honest), RolloutSample(prompt, completion, logprobs),
-               RolloutSample(prompt, completion, logprobs, proofs=forged)]
-    batch = RolloutBatch(worker_id="w", batch_id=uuid.uuid4().hex, weight_version=0, temperature=1.0, samples=samples)
-    decision = verifier.verify(signed_bytes(batch, key), current_version=0)
-    assert len(decision.accepted) == 1 and decision.accepted[0].proofs == honest
-    assert decision.rejected == [(1, "toploc-missing"), (2, "toploc-mismatch")]
-    assert registry.summary()["w"]["reasons"] == {"toploc-missing": 1, "toploc-mismatch": 1}
+def test_verifier_requires_proofs_and_rejects_those_of_other_weights(run, tmp_path):
+    registry, workers = run.registry(tmp_path / "workers.json", "w")
+    wid, key = workers["w"]
+    verifier = run.verifier(registry, toploc=CONFIG)
+    assignment, signed = run.assign(registry, wid)
+    samples, scorer = run.honest(assignment), run.scorer
+    wrong = _perturbed(scorer.model(0), 0.3)
+
+    def proofs(model, s) -> list[bytes]:
+        ids = s.prompt_ids + s.completion_ids
+        return build_proofs(_hidden(model, ids), len(s.prompt_ids), CONFIG.spec())
+
+    samples = [msgspec.structs.replace(s, proofs=proofs(scorer.model(0), s)) for s in samples[:6]] + [
+        samples[6], msgspec.structs.replace(samples[7], proofs=proofs(wrong, samples[7]))]
+    decision = verifier.verify(signed_bytes(run.batch(wid, assignment, signed, samples), key), current_version=1)
+    assert len(decision.accepted) == 6 and decision.accepted[0].proofs == samples[0].proofs
+    assert decision.rejected == [(6, "toploc-missing"), (7, "toploc-mismatch")]
+    assert registry.summary()[wid]["reasons"] == {"toploc-missing": 1, "toploc-mismatch": 1}

@@ -1,17 +1,20 @@
-"""A malicious volunteer, for tests only: joins a run with the real protocol, then uploads signed batches
-that must all be rejected, cycling through these attacks:
+"""A malicious volunteer, for tests only: joins a run with the real protocol, asks for assignments like any
+worker, then uploads signed batches that must all be rejected, cycling through these attacks:
 
-  fabricated-logprobs  real samples whose log-probs claim near-certainty (-0.01 per token)
-  wrong-model-proofs   (runs that ask for TOPLOC proofs) real samples and log-probs, proofs computed
+  chosen-tokens        a completion of its choosing for every assigned example, with the true log-probs the
+                       run's published weights give it (what a log-prob check alone accepts: issue 30)
+  fabricated-logprobs  keyed samples whose log-probs claim near-certainty (-0.01 per token)
+  wrong-model-proofs   (runs that ask for TOPLOC proofs) keyed samples and log-probs, proofs computed
                        with other weights (the model with 30 % weight noise)
-  stale-version        real samples claiming a weight version far behind the current one
+  stale-version        keyed samples claiming a weight version far behind the current one (dropped, not counted)
   altered-tokens       real log-probs, completion tokens replaced by random ones
   forged-signature     a batch claiming an honest worker's id, signed with this worker's key
 
-When the run asks for proofs, every other attack carries proofs of its own (submitted) tokens made
-with the given weights, so each attack meets the check meant for it.
+Keyed samples are drawn as an honest worker draws them (the transformers engine, Gumbel-max with the
+assignment's noise), so each attack meets the check meant for it; when the run asks for proofs, every other
+attack carries proofs of its own (submitted) tokens made with the given weights.
 
-    python tests/worker/malicious.py --run-url URL --join-token T --worker-id ID --victim HONEST_ID \
+    python tests/worker/malicious.py --run-url URL --join-token T --name NAME --victim HONEST_ID \
         --model DIR --state-dir DIR [--batches N]
 
 It holds no store credential: like any worker it uploads under its own prefix through grants from the
@@ -24,65 +27,78 @@ the test to compare with what the run accepted.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import random
+import secrets
 import sys
+import time
 from pathlib import Path
 
 import httpx
+import msgspec
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from composer_prime import keys
+from composer_prime.configs.inference import TransformersBackendConfig
 from composer_prime.configs.rollout import EnvConfig
+from composer_prime.configs.shared import ModelConfig
+from composer_prime.coordinator.grants import UploadGrant, signed_grant_request
+from composer_prime.coordinator.protocol import JoinRequest, JoinResponse, assign_message, open_answer, worker_id
+from composer_prime.inference.protocol import GenerateRequest
+from composer_prime.inference.transformers_backend import TransformersBackend
 from composer_prime.rollout.envs import load_environment
-from composer_prime.verify.rollout_batch import RolloutBatch, RolloutSample, signed_bytes
+from composer_prime.rollout.single_turn import prompt_token_ids
+from composer_prime.verify.rollout_batch import (Assignment, RolloutBatch, RolloutSample, SignedAssignment,
+                                                 signed_bytes)
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.toploc import build_proofs
-from composer_prime.coordinator.grants import UploadGrant, signed_grant_request
-from composer_prime.worker.main import new_batch_id
-from composer_prime.coordinator.protocol import JoinRequest, JoinResponse
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "support"))  # run as a script, outside the suite's conftest
 from noise import add_weight_noise_  # noqa: E402
 
 # The first three counted attacks (32 samples each) come before the e2e's ban at 96 samples, so each of
 # them meets its own check; wrong-model-proofs is among them when the run asks for proofs.
-ATTACKS = ("fabricated-logprobs", "wrong-model-proofs", "stale-version", "altered-tokens", "forged-signature")
+ATTACKS = ("chosen-tokens", "fabricated-logprobs", "wrong-model-proofs", "stale-version", "altered-tokens",
+           "forged-signature")
+PAYLOAD = "the payload answer"
 
 
 def join(http: httpx.Client, args, key) -> JoinResponse | None:
     """The run's current state; None once the run has banned this worker."""
-    request = JoinRequest(join_token=args.join_token, worker_id=args.worker_id, public_key=keys.public_hex(key))
+    request = JoinRequest(join_token=args.join_token, name=args.name, public_key=keys.public_hex(key),
+                          nonce=secrets.token_hex(16))
     response = http.post("/join", json=request.model_dump())
     if response.status_code == 403:
         return None
     response.raise_for_status()
-    return JoinResponse.model_validate(response.json())
+    return open_answer(keys.load_public_key(args.run_public_key), response.json(), JoinResponse)
 
 
-def upload(http: httpx.Client, key, worker_id: str, batch_id: str, data: bytes) -> None:
+def assignment(http: httpx.Client, wid: str, key) -> tuple[Assignment, bytes] | None:
+    """The next assignment, waiting while it holds as many as a worker may; None once banned."""
+    while True:
+        now = time.time()
+        response = http.post("/assign", json={"worker_id": wid, "time": now,
+                                              "signature": key.sign(assign_message(wid, now)).hex()})
+        if response.status_code == 403:
+            return None
+        if response.status_code != 429:
+            response.raise_for_status()
+            signed = msgspec.msgpack.decode(response.content, type=SignedAssignment)
+            return msgspec.msgpack.decode(signed.payload, type=Assignment), response.content
+        time.sleep(1.0)
+
+
+def upload(http: httpx.Client, key, wid: str, batch_id: str, data: bytes) -> None:
     """Upload through a grant, as honest workers do; once banned, the run refuses the grant (403)."""
-    response = http.post("/grant", json=signed_grant_request(key, worker_id, batch_id, data).model_dump())
+    response = http.post("/grant", json=signed_grant_request(key, wid, batch_id, data).model_dump())
     if response.status_code == 403:
         return
     response.raise_for_status()
     grant = UploadGrant.model_validate(response.json())
     http.put(grant.url, content=data, headers=grant.headers).raise_for_status()
-
-
-@torch.no_grad()
-def sample(scorer: ModelScorer, tokenizer, prompt: list[int], n: int, max_tokens: int, temperature: float
-           ) -> list[tuple[list[int], list[float]]]:
-    """n completions of `prompt` with their true log-probs, computed as the verifier computes them."""
-    ids = torch.tensor([prompt] * n)
-    out = scorer.model(0).generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=temperature,
-                                   max_new_tokens=max_tokens, pad_token_id=tokenizer.pad_token_id)
-    result = []
-    for row in out[:, len(prompt):].tolist():
-        completion = row[: row.index(tokenizer.eos_token_id) + 1] if tokenizer.eos_token_id in row else row
-        result.append((completion, scorer.logprobs(0, prompt, completion, temperature)))
-    return result
 
 
 def wrong_model(model: Path, out: Path) -> Path:
@@ -95,7 +111,7 @@ def wrong_model(model: Path, out: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    for flag in ("--run-url", "--join-token", "--worker-id", "--victim", "--model", "--state-dir"):
+    for flag in ("--run-url", "--join-token", "--name", "--victim", "--model", "--state-dir", "--run-public-key"):
         parser.add_argument(flag, required=True)
     parser.add_argument("--batches", type=int, default=8)
     args = parser.parse_args()
@@ -103,6 +119,7 @@ def main() -> None:
     state = Path(args.state_dir)
     state.mkdir(parents=True, exist_ok=True)
     key = keys.load_or_create_private_key(state / "worker.key")
+    wid = worker_id(args.name, keys.public_hex(key))
     http = httpx.Client(base_url=args.run_url, timeout=30)
     info = join(http, args, key)
     scorer = ModelScorer(lambda _version: Path(args.model))  # one model: the weights it was given
@@ -110,20 +127,34 @@ def main() -> None:
     examples = load_environment(EnvConfig(id=info.env_id)).examples("train")
     attacks = ATTACKS if info.proofs is not None else tuple(a for a in ATTACKS if a != "wrong-model-proofs")
     wrong = ModelScorer(lambda _version: wrong_model(Path(args.model), state / "wrong-model"))
+    loop = asyncio.new_event_loop()
+    engine = TransformersBackend(ModelConfig(path=args.model, dtype="float32", device="cpu"), TransformersBackendConfig())
     rng = random.Random(0)
+    payload = tokenizer.encode(PAYLOAD, add_special_tokens=False)[: info.max_tokens - 1] + [tokenizer.eos_token_id]
     sent = {attack: 0 for attack in attacks}
     version = info.current_version
     for index in range(args.batches):
         attack = attacks[index % len(attacks)]
         version = (fresh.current_version if (fresh := join(http, args, key)) else version)
+        got = assignment(http, wid, key)
+        if got is None:  # banned: every later attack is refused at the door
+            sent[attack] += info.prompts_per_batch * info.samples_per_prompt
+            (state / "sent.json").write_text(json.dumps(sent))
+            continue
+        task, signed = got
         samples = []
-        for _ in range(info.prompts_per_batch):
-            example_id = rng.randrange(len(examples))
-            prompt = list(tokenizer.apply_chat_template(examples[example_id].prompt, add_generation_prompt=True,
-                                                        tokenize=True))
-            for completion, logprobs in sample(scorer, tokenizer, prompt, info.samples_per_prompt, info.max_tokens,
-                                               info.temperature):
-                if attack == "fabricated-logprobs":
+        for slot, example_id in enumerate(task.example_ids):
+            prompt = prompt_token_ids(tokenizer, examples[example_id].prompt)
+            response = loop.run_until_complete(engine.generate(GenerateRequest(
+                prompt_token_ids=prompt, n=task.samples_per_prompt, max_tokens=task.max_tokens,
+                temperature=task.temperature, stop_token_ids=[tokenizer.eos_token_id], gumbel_key=task.key,
+                gumbel_first_sample=slot * task.samples_per_prompt)))
+            for c in response.completions:
+                completion, logprobs = c.token_ids, c.logprobs
+                if attack == "chosen-tokens":
+                    completion = payload
+                    logprobs = scorer.logprobs(0, prompt, completion, task.temperature)
+                elif attack == "fabricated-logprobs":
                     logprobs = [-0.01] * len(completion)
                 elif attack == "altered-tokens":
                     completion = [rng.randrange(3, scorer.model(0).config.vocab_size) for _ in completion]
@@ -133,13 +164,14 @@ def main() -> None:
                     proofs = build_proofs(prover.hidden_states(0, prompt + completion), len(prompt), info.proofs)
                 samples.append(RolloutSample(prompt_ids=prompt, completion_ids=completion, logprobs=logprobs,
                                              reward=1.0, example_id=example_id, proofs=proofs))
-        claimed = args.victim if attack == "forged-signature" else args.worker_id
-        batch = RolloutBatch(worker_id=claimed, batch_id=new_batch_id(),
+        claimed = args.victim if attack == "forged-signature" else wid
+        batch = RolloutBatch(worker_id=claimed, batch_id=task.assignment_id, assignment=signed,
                              weight_version=version - 10 if attack == "stale-version" else version,
-                             temperature=info.temperature, samples=samples)
-        upload(http, key, args.worker_id, batch.batch_id, signed_bytes(batch, key))
+                             temperature=task.temperature, samples=samples)
+        upload(http, key, wid, batch.batch_id, signed_bytes(batch, key))
         sent[attack] += len(samples)
         (state / "sent.json").write_text(json.dumps(sent))
+    loop.run_until_complete(engine.close())
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """A volunteer that turns on the run's store, for tests only (tests/worker/test_grants.py, tests/e2e).
 
-It holds what any volunteer holds: a registered worker id, its own key, the coordinator's URL and the
-store's address; no store credential. `attack_store` tries every way it has to write, overwrite or
+It holds what any volunteer holds: a registered worker id, its own key, its assignments, the coordinator's URL
+and the store's address; no store credential. `attack_store` tries every way it has to write, overwrite or
 delete what is not its own, and returns per attack how many attempts were made and how many the store
 or the coordinator refused. The caller checks the store afterwards: a refusal must also have changed nothing.
 """
@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from composer_prime.coordinator.grants import UploadGrant, content_md5, grant_message
+from composer_prime.coordinator.protocol import assign_message
+from composer_prime.verify.rollout_batch import Assignment, SignedAssignment
 
 REFUSED = {400, 401, 403, 404, 405, 411, 413, 422, 429}
 
@@ -60,8 +63,16 @@ def attack_store(target: Target) -> dict[str, dict[str, int]]:
         return http.post(f"{target.run_url}/grant", json={"worker_id": claimed, "batch_id": batch_id, "size": len(data),
                                                            "md5": md5, "time": now, "signature": signature})
 
+    now = time.time()
+    assigned = http.post(f"{target.run_url}/assign", json={
+        "worker_id": target.worker_id, "time": now, "signature": target.key.sign(assign_message(target.worker_id, now)).hex()})
+    assigned.raise_for_status()
+    # Its one batch: every grant below is for it (a worker needs no check of its own assignment's signature).
+    own_batch = msgspec.msgpack.decode(msgspec.msgpack.decode(assigned.content, type=SignedAssignment).payload,
+                                       type=Assignment).assignment_id
+
     def own_grant(data: bytes) -> UploadGrant:
-        response = grant(data, f"{time.time_ns()}-own")
+        response = grant(data, own_batch)
         response.raise_for_status()  # a grant for its own batch is what every volunteer gets
         return UploadGrant.model_validate(response.json())
 
@@ -97,7 +108,7 @@ def attack_store(target: Target) -> dict[str, dict[str, int]]:
                                                           headers=mine.headers))
 
         # Over the size limit: a grant for too much, and more bytes than granted.
-        attempt("exceed its size limit", grant(b"x" * (target.max_bytes + 1), f"{time.time_ns()}-big"))
+        attempt("exceed its size limit", grant(b"x" * (target.max_bytes + 1), own_batch))
         mine = own_grant(body)
         attempt("exceed its size limit", http.put(mine.url, content=body + b"x" * 4096, headers=mine.headers))
         attempt("exceed its size limit", http.put(mine.url, content=body[:-1] + b"!", headers=mine.headers))

@@ -16,6 +16,7 @@ import pytest
 import tomli_w
 import torch
 from safetensors.torch import load_file
+from transformers import AutoTokenizer
 
 from composer_prime import keys
 from composer_prime.broadcast.publish import publish_version
@@ -30,9 +31,16 @@ from composer_prime.verify.verifier import RolloutVerifier
 from composer_prime.configs.verify import ProofSpec, ToplocConfig, VerifyConfig
 from composer_prime.verify.worker_registry import WorkerRegistry
 from composer_prime.weights import publish_weights
+from composer_prime.configs.coordinator import AssignmentsConfig
+from composer_prime.configs.rollout import EnvConfig
 from composer_prime.coordinator.app import create_coordinator_app
+from composer_prime.coordinator.assign import Assigner
 from composer_prime.coordinator.grants import CoordinatorUploads
-from composer_prime.coordinator.protocol import JoinResponse
+from composer_prime.coordinator.protocol import RunInfo
+from composer_prime.orchestrator.volunteers import stop_token_ids
+from composer_prime.rollout.envs import load_environment
+from composer_prime.rollout.single_turn import prompt_token_ids
+from composer_prime.verify.verifier import RunSpec
 
 pytestmark = pytest.mark.slow
 WARMSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart" / "warmstart"
@@ -47,10 +55,12 @@ class Run:
     store_root: Path
     registry: WorkerRegistry
     coordinator: ServedApp
+    run_key: object
 
     def worker(self, **overrides) -> subprocess.CompletedProcess:
-        config = {"run_url": self.coordinator.url, "join_token": "s3cret", "worker_id": "vol-1",
-                  "state_dir": str(self.root / "worker"), "max_batches": 2, "heartbeat_s": 0.5, "num_threads": 1}
+        config = {"run_url": self.coordinator.url, "join_token": "s3cret", "name": "vol-1",
+                  "run_public_key": keys.public_hex(self.run_key), "state_dir": str(self.root / "worker"),
+                  "max_batches": 2, "heartbeat_s": 0.5, "num_threads": 1}
         cfg = self.root / "worker.toml"
         cfg.write_text(tomli_w.dumps({**config, **overrides}))
         return subprocess.run([sys.executable, "-m", "composer_prime.worker.main", "@", str(cfg)], capture_output=True,
@@ -58,12 +68,17 @@ class Run:
 
     def verify(self, config: VerifyConfig) -> list:
         scorer = ModelScorer(lambda version: self.version_dir)
-        verifier = RolloutVerifier(self.registry, scorer, config, vocab_size=scorer.model(0).config.vocab_size)
+        tokenizer = AutoTokenizer.from_pretrained(self.version_dir)
+        examples = load_environment(EnvConfig(id="reverse-text")).examples("train")
+        spec = RunSpec(public_key=self.run_key.public_key(), temperature=1.0, top_p=1.0, max_tokens=16,
+                       samples_per_prompt=2, stop_ids=frozenset(stop_token_ids(str(self.version_dir), tokenizer)),
+                       prompt_of=lambda e: prompt_token_ids(tokenizer, examples[e].prompt))
+        verifier = RolloutVerifier(self.registry, scorer, config, scorer.model(0).config.vocab_size, spec)
         return RolloutInbox(Store(str(self.store_root)), verifier).poll(lambda: 0)
 
 
 @contextmanager
-def run(tmp_path: Path, proofs: ProofSpec | None = None) -> Iterator[Run]:
+def run(tmp_path: Path, proofs: ProofSpec | None = None, prove_sampling: bool = True) -> Iterator[Run]:
     """Version 0 of the warm start published to a store, its origin, and a coordinator on 127.0.0.1."""
     run_key = keys.generate_key()
     version_dir = publish_weights(tmp_path / "trainer", 0, load_file(str(WARMSTART / "model.safetensors")),
@@ -72,14 +87,17 @@ def run(tmp_path: Path, proofs: ProofSpec | None = None) -> Iterator[Run]:
     publish_version(version_dir, Store(str(store_root / "broadcasts")), run_key, 0, shard_size=256 * 1024)
     registry = WorkerRegistry(tmp_path / "workers.json")
     origin = ServedApp(create_origin_app(Store(str(store_root / "broadcasts")))).start()
-    info = JoinResponse(run_id="t", run_public_key=keys.public_hex(run_key), broadcast_servers=[origin.url],
-                        upload_max_bytes=2**20, env_id="reverse-text", temperature=1.0, max_tokens=16,
-                        samples_per_prompt=2, prompts_per_batch=2, current_version=0, proofs=proofs)
+    info = RunInfo(run_id="t", broadcast_servers=[origin.url], upload_max_bytes=2**20, env_id="reverse-text",
+                   temperature=1.0, max_tokens=16, samples_per_prompt=2, prompts_per_batch=2, current_version=0,
+                   proofs=proofs, prove_sampling=prove_sampling)
+    examples = len(load_environment(EnvConfig(id="reverse-text")).examples("train"))
+    assigner = Assigner(run_key, examples, 2, 2, 1.0, 1.0, 16, AssignmentsConfig())
     # A plain directory store: the worker uploads through the coordinator, holding no store access itself.
-    coordinator = ServedApp(create_coordinator_app(registry, "s3cret", lambda: info, lambda: 0,
-                                                   CoordinatorUploads(Store(str(store_root))), UploadsConfig())).start()
+    coordinator = ServedApp(create_coordinator_app(registry, "s3cret", run_key, lambda: info, lambda: 0,
+                                                   CoordinatorUploads(Store(str(store_root))), assigner,
+                                                   UploadsConfig())).start()
     try:
-        yield Run(tmp_path, version_dir, store_root, registry, coordinator)
+        yield Run(tmp_path, version_dir, store_root, registry, coordinator, run_key)
     finally:
         coordinator.stop()
         origin.stop()
@@ -93,7 +111,8 @@ def test_worker_joins_pulls_samples_uploads_and_resumes_its_journal(tmp_path):
         first = r.worker()
         assert first.returncode == 0, first.stderr[-2000:]
         workers = httpx.get(f"{r.coordinator.url}/workers").json()
-        assert workers["vol-1"]["last_heartbeat"]["batches_uploaded"] == 2
+        (wid,) = workers
+        assert wid.startswith("vol-1-") and workers[wid]["last_heartbeat"]["batches_uploaded"] == 2
         assert (tmp_path / "worker" / "broadcasts" / "step_0" / "STABLE").is_file()  # verified weights installed
 
         # A crash between journaling and upload confirmation: the batch is pending again at restart.
@@ -103,12 +122,13 @@ def test_worker_joins_pulls_samples_uploads_and_resumes_its_journal(tmp_path):
         assert second.returncode == 0, second.stderr[-2000:]
 
         assert not list((tmp_path / "worker" / "journal" / "pending").iterdir())
-        keys_in_store = sorted(p.name for p in (r.store_root / "rollouts" / "vol-1").iterdir())
+        keys_in_store = sorted(p.name for p in (r.store_root / "rollouts" / wid).iterdir())
         assert len(keys_in_store) == 3  # 2 + 1 new; the re-uploaded one landed on its own key again
         decisions = r.verify(VerifyConfig())
         assert len(decisions) == 3 and all(d.ok for d in decisions), [(d.batch_reason, d.rejected) for d in decisions]
         assert sum(len(d.accepted) for d in decisions) == 12  # 3 batches x 2 prompts x 2 samples, 100% accepted
-        assert r.registry.summary()["vol-1"]["samples_accepted"] == 12
+        assert r.registry.summary()[wid]["samples_accepted"] == 12
+        assert not list((r.store_root / "rollouts" / wid).iterdir())  # processed batches are deleted
 
 
 def test_worker_attaches_toploc_proofs_the_verifier_accepts_when_the_run_asks(tmp_path):
@@ -127,9 +147,10 @@ def test_worker_attaches_toploc_proofs_the_verifier_accepts_when_the_run_asks(tm
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None or not torch.cuda.is_available(),
                     reason="needs the 'vllm' extra and a CUDA GPU")
 def test_a_vllm_worker_uploads_batches_the_cpu_verifier_accepts(tmp_path):
-    with run(tmp_path) as r:
+    """vLLM draws with its own device generator: only a run that does not prove sampling admits it."""
+    with run(tmp_path, prove_sampling=False) as r:
         done = r.worker(max_batches=2, dtype="float32", backend={
             "type": "vllm", "gpu_memory_utilization": 0.2, "max_model_len": 256, "enforce_eager": True})
         assert done.returncode == 0, done.stderr[-2000:]
-        decisions = r.verify(VerifyConfig())
+        decisions = r.verify(VerifyConfig(prove_sampling=False))
     assert len(decisions) == 2 and all(d.ok for d in decisions), [(d.batch_reason, d.rejected) for d in decisions]

@@ -51,7 +51,14 @@ class WorkersConfig(BaseConfig):
 
     host: Annotated[str, Field(description="Interface the coordinator binds (0.0.0.0 to admit other hosts).")] = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535, description="Coordinator port (workers' run_url).")] = 8700
-    join_token: Annotated[str, Field(min_length=8, description="Secret volunteers need to join.")]
+    join_token: Annotated[str | None, Field(min_length=8, description="Secret every volunteer needs to join (an open "
+                                                                      "run: one shared token).")] = None
+    volunteer_tokens: Annotated[
+        Path | None,
+        Field(description="Instead of join_token: a file of SHA-256 digests (hex, one a line) of tokens given one per "
+                          "volunteer; each admits the first key that joins with it and no other, so a banned volunteer "
+                          "cannot rejoin under a new key. Read at every join: append a line to admit one more."),
+    ] = None
     run_id: Annotated[str, Field(description="Run name announced to workers.")] = "run"
     run_key: Annotated[Path, Field(description="The run's private key file (the one broadcast.watch signs weight "
                                                "manifests with): it signs assignments and the answers workers get.")]
@@ -68,6 +75,12 @@ class WorkersConfig(BaseConfig):
     uploads: UploadsConfig = UploadsConfig()
     assignments: AssignmentsConfig = AssignmentsConfig()
     admission: AdmissionConfig = AdmissionConfig()
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> WorkersConfig:
+        if (self.join_token is None) == (self.volunteer_tokens is None):
+            raise ValueError("set exactly one of workers.join_token (shared) and workers.volunteer_tokens (one each)")
+        return self
 
 
 class OrchestratorConfig(BaseConfig):

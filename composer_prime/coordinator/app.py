@@ -7,17 +7,22 @@ GET  /workers    registry summary (per-worker accept/reject counts, bans, last h
 POST /grant      signed request for one batch upload under the worker's prefix (coordinator/grants.py)
 
 A worker's id is its name plus its key's fingerprint (protocol.worker_id): a restarted worker keeps its
-identity by keeping its key file, and nobody else can take the id over. Joins are rate-limited per client
-address and, for new identities, for the whole run; the registry is written only when a join adds one.
+identity by keeping its key file, and nobody else can take the id over. A run admits by one shared token,
+or by tokens given one per volunteer (`volunteer_tokens`: a file of their SHA-256 digests), each of which
+admits the first key that joins with it and no other: a banned volunteer cannot come back under a new key.
+Joins are rate-limited per client address and, for new identities, for the whole run; the registry is
+written only when a join adds one.
 No route waits on a third party: the announced version is read from a value kept fresh in the background
 (coordinator/announce.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi import FastAPI, HTTPException, Request, Response
@@ -33,12 +38,13 @@ from composer_prime.coordinator.protocol import (MAX_CLOCK_SKEW_S, PROTOCOL_VERS
 from composer_prime.verify.worker_registry import WorkerRegistry
 
 
-def create_coordinator_app(registry: WorkerRegistry, join_token: str, run_key: Ed25519PrivateKey,
+def create_coordinator_app(registry: WorkerRegistry, join_token: str | Path, run_key: Ed25519PrivateKey,
                            run_info: Callable[[], RunInfo], current_version: Callable[[], int], granter: Granter,
                            assigner: Assigner, uploads: UploadsConfig, admission: AdmissionConfig = AdmissionConfig()
                            ) -> FastAPI:
-    """`run_info()` gives the join answer's run part; `current_version()` the newest version the workers can fetch
-    (it must not block); `granter` signs their uploads within `uploads`' limits; `run_key` signs every answer."""
+    """`join_token`: the shared token, or the Path of the volunteer tokens' digests. `run_info()` gives the join
+    answer's run part; `current_version()` the newest version the workers can fetch (it must not block);
+    `granter` signs their uploads within `uploads`' limits; `run_key` signs every answer."""
     app = FastAPI(title="composer-prime run coordinator")
     add_grant_routes(app, registry, granter, uploads)
     last_seen: dict[str, dict] = {}
@@ -58,18 +64,30 @@ def create_coordinator_app(registry: WorkerRegistry, join_token: str, run_key: E
             raise HTTPException(400, "request time too far from the coordinator's clock (replayed?)")
         return entry
 
+    def admitted(token: str, wid: str) -> str:
+        """The digest a worker's registration records (empty for a shared token); 403 unless the token admits `wid`."""
+        if isinstance(join_token, str):
+            if not hmac.compare_digest(token.encode(), join_token.encode()):
+                raise HTTPException(403, "bad join token")
+            return ""
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        if digest not in join_token.read_text().split():
+            raise HTTPException(403, "bad join token")
+        if registry.token_holder(digest) not in (None, wid):
+            raise HTTPException(403, "this volunteer's token already admitted another key")
+        return digest
+
     @app.post("/join")
     async def join(request: JoinRequest, http: Request) -> SignedAnswer:
         if not joins_by_host.take(http.client.host if http.client else "?", time.monotonic()):
             raise HTTPException(429, f"more than {admission.joins_per_host_per_minute} joins from this address in a minute")
         if request.protocol_version != PROTOCOL_VERSION:
             raise HTTPException(400, f"coordinator speaks protocol v{PROTOCOL_VERSION}")
-        if not hmac.compare_digest(request.join_token.encode(), join_token.encode()):
-            raise HTTPException(403, "bad join token")
         wid = worker_id(request.name, request.public_key)
+        token = admitted(request.join_token, wid)
         if wid not in registry.workers and not new_workers.take("new", time.monotonic()):
             raise HTTPException(429, f"the run admits at most {admission.new_workers_per_hour} new workers an hour")
-        registry.register(wid, request.public_key)  # the id is the key's: no other key holds it
+        registry.register(wid, request.public_key, token)  # the id is the key's: no other key holds it
         if registry.workers[wid].banned:
             raise HTTPException(403, "worker is banned")
         answer = JoinResponse(**run_info().model_dump(), worker_id=wid, nonce=request.nonce)

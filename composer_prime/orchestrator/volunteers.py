@@ -242,8 +242,8 @@ class VolunteerSource:
     async def serve(self) -> None:
         """The coordinator (/join, /heartbeat, /assign, /grant, /workers) for as long as the loop runs."""
         workers = self.workers
-        app = create_coordinator_app(self.registry, workers.join_token, self.run_key, self.run_info,
-                                     self.announced_version, make_granter(workers.store), self.assigner,
+        app = create_coordinator_app(self.registry, workers.join_token or workers.volunteer_tokens, self.run_key,
+                                     self.run_info, self.announced_version, make_granter(workers.store), self.assigner,
                                      workers.uploads, workers.admission)
         with self.announced_version, ServedApp(app, host=workers.host, port=workers.port):
             logger.info("coordinator on http://%s:%d; steps up to %d from volunteer workers", workers.host,

@@ -38,6 +38,8 @@ class RolloutInbox:
         self.processed: set[str] = set()
         if self.state_path and self.state_path.is_file():
             state = json.loads(self.state_path.read_text())
+            if isinstance(state, list):  # written before assignments: processed keys only
+                state = {"processed": state, "answered": {}}
             self.processed = set(state["processed"])
             verifier.answered = {a: (digest, expires) for a, (digest, expires) in state["answered"].items()}
 

@@ -43,6 +43,8 @@ class WorkerEntry:
     stats: WorkerStats = field(default_factory=WorkerStats)
     assignments: dict[str, list[float]] = field(default_factory=dict)
     """Open assignments: id -> [expires_at, samples expected] (coordinator/assign.py)."""
+    token: str = ""
+    """SHA-256 of the volunteer token it joined with, when the run gives one per volunteer (else empty)."""
 
 
 class WorkerRegistry:
@@ -58,8 +60,8 @@ class WorkerRegistry:
                 raw.setdefault("assignments", {})
                 self.workers[worker_id] = WorkerEntry(**raw, stats=WorkerStats(**stats))
 
-    def register(self, worker_id: str, public_key_hex: str) -> bool:
-        """Register `worker_id` with this key; True when it is new (False: it was, with this key)."""
+    def register(self, worker_id: str, public_key_hex: str, token: str = "") -> bool:
+        """Register `worker_id` with this key (and volunteer token digest); True when it is new (False: it was)."""
         keys.parse_public_key(public_key_hex)  # refuse a malformed key at registration, not at first batch
         with self._lock:
             existing = self.workers.get(worker_id)
@@ -67,9 +69,14 @@ class WorkerRegistry:
                 if existing.public_key != public_key_hex:
                     raise ValueError(f"worker {worker_id!r} is already registered with another key")
                 return False
-            self.workers[worker_id] = WorkerEntry(public_key=public_key_hex)
+            self.workers[worker_id] = WorkerEntry(public_key=public_key_hex, token=token)
             self.save()
             return True
+
+    def token_holder(self, token: str) -> str | None:
+        """The worker a volunteer token (its digest) admitted, if any."""
+        with self._lock:
+            return next((w for w, e in self.workers.items() if e.token == token), None)
 
     def open_assignments(self, worker_id: str, now: float) -> int:
         """Assignments `worker_id` holds that have not expired."""
@@ -114,7 +121,7 @@ class WorkerRegistry:
         if self.path is not None:
             with self._lock:
                 data = {w: {"public_key": e.public_key, "banned": e.banned, "ban_reason": e.ban_reason,
-                            "stats": _stats_dict(e.stats), "assignments": e.assignments}
+                            "stats": _stats_dict(e.stats), "assignments": e.assignments, "token": e.token}
                         for w, e in self.workers.items()}
                 atomic_write_bytes(self.path, json.dumps(data, indent=1).encode())
 

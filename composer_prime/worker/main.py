@@ -138,7 +138,7 @@ class Worker:
             try:
                 await self.heartbeat()
             except Exception as exc:  # noqa: BLE001 - a missed beat is logged, the next one may get through
-                logger.warning("heartbeat failed: %s", exc)
+                logger.warning("heartbeat failed: %r", exc)
             await asyncio.sleep(self.config.heartbeat_s)
 
     @staticmethod

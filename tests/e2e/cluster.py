@@ -144,6 +144,13 @@ class LocalRun:
             assert time.monotonic() < deadline, f"timed out waiting for {what}"
             time.sleep(0.2)
 
+    def workers(self) -> dict:
+        """The coordinator's registry summary ({} while it is not up yet)."""
+        try:
+            return httpx.get(f"{self.run_url}/workers", timeout=5).json()
+        except httpx.HTTPError:
+            return {}
+
     def origin_versions(self) -> list[int]:
         try:
             return httpx.get(f"{self.origin}/versions", timeout=5).json()

@@ -73,8 +73,8 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
         leaked.write_bytes(store_complete_key(FORGED), seal_step(eve, FORGED, [forged, forged]))
 
         # Eve, a volunteer like any other, joins and turns on the store once honest-1 has a batch verified.
-        cluster.wait("an honest batch verified", lambda: (httpx.get(f"{cluster.run_url}/workers", timeout=5).json()
-                                                          .get(honest["honest-1"], {}).get("batches_accepted", 0)), 600)
+        cluster.wait("an honest batch verified", lambda: cluster.workers().get(honest["honest-1"], {}).get(
+            "batches_accepted", 0), 600)
         httpx.post(f"{cluster.run_url}/join", json=JoinRequest(
             join_token=TOKEN, name="eve", public_key=keys.public_hex(eve), nonce="0" * 32).model_dump()).raise_for_status()
         eve_id = worker_id("eve", keys.public_hex(eve))

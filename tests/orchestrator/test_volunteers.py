@@ -54,6 +54,9 @@ def test_workers_source_needs_its_section_and_refuses_eval_and_hints():
     with pytest.raises(ValidationError, match="eval.num_examples = 0 and hints.enabled = false"):
         OrchestratorConfig(source="workers", workers=workers)
     OrchestratorConfig(source="workers", workers=workers, eval={"num_examples": 0})
+    for admission in ({"volunteer_tokens": "/tmp/tokens"}, {"join_token": None}):  # both ways in, or none
+        with pytest.raises(ValidationError, match="exactly one of workers.join_token"):
+            OrchestratorConfig(source="workers", workers=workers | admission, eval={"num_examples": 0})
 
 
 def test_waiting_for_weights_that_never_come_ends_in_a_one_line_error(tmp_path):

@@ -112,6 +112,33 @@ def test_joins_are_rate_limited_and_the_registry_is_written_only_when_it_changes
     assert len(registry.workers) == 3
 
 
+def test_volunteer_tokens_each_admit_one_key_so_a_banned_volunteer_cannot_come_back(tmp_path):
+    """Issue 30: with one shared join token a banned worker rejoined under a new id. Tokens given one per volunteer
+    (their digests in a file the run reads at every join) each admit the first key that joins with them."""
+    import hashlib
+
+    tokens = {name: secrets.token_hex(16) for name in ("ann", "bob")}
+    digests = tmp_path / "volunteers.sha256"
+    digests.write_text("".join(hashlib.sha256(t.encode()).hexdigest() + "\n" for t in tokens.values()))
+    run_key = keys.generate_key()
+    registry = WorkerRegistry(tmp_path / "w.json")
+    assigner = Assigner(run_key, 50, 3, 2, 1.0, 1.0, 8, AssignmentsConfig())
+    http = TestClient(create_coordinator_app(registry, digests, run_key, lambda: INFO, lambda: 4,
+                                             CoordinatorUploads(Store(str(tmp_path / "store"))), assigner,
+                                             UploadsConfig()))
+    ann, other = keys.generate_key(), keys.generate_key()
+    assert http.post("/join", json={**_join("ann", ann), "join_token": tokens["ann"]}).status_code == 200
+    assert http.post("/join", json={**_join("ann", ann), "join_token": tokens["ann"]}).status_code == 200  # rejoin
+    assert http.post("/join", json={**_join("ann", ann), "join_token": "token-123"}).status_code == 403
+    registry.ban(worker_id("ann", keys.public_hex(ann)), "test")
+    refused = http.post("/join", json={**_join("ann2", other), "join_token": tokens["ann"]})
+    assert refused.status_code == 403 and "another key" in refused.json()["detail"]
+    assert http.post("/join", json={**_join("bob", other), "join_token": tokens["bob"]}).status_code == 200
+    digests.write_text(digests.read_text() + hashlib.sha256(b"carol-token").hexdigest() + "\n")  # one more, live
+    assert http.post("/join", json={**_join("carol", keys.generate_key()), "join_token": "carol-token"}).status_code == 200
+    assert len(registry.workers) == 3
+
+
 def test_assignments_are_signed_limited_and_bound_to_their_worker(tmp_path):
     run_key = keys.generate_key()
     http, registry = coordinator(tmp_path, run_key, assignments=AssignmentsConfig(max_open=2, per_hour=3))

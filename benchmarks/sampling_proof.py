@@ -14,6 +14,8 @@ still passed (with the mean number of such tokens there).
 Cost: the verifier scores the same samples `--repeats` times each way, in this process: without noise keys
 (trusted log-probs only, the check before issue 30: the baseline) and with them (the same forward, then the
 Philox noise of every position over the whole vocabulary and the gaps). Median per token, and the ratio.
+The sampling check's own cost grows with the vocabulary, not the model: `--noise-vocab` times it alone
+(noise and gaps of 64 positions) at larger vocabularies (SmolLM2 49,152; Qwen 151,936).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.inference.transformers_backend import TransformersBackend
 from composer_prime.rollout.envs import load_environment
 from composer_prime.rollout.single_turn import prompt_token_ids
-from composer_prime.verify.sampled import choosable
+from composer_prime.verify.sampled import choosable, sampling_gaps
 from composer_prime.verify.scorer import ModelScorer, ScoreItem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,6 +70,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--key", type=int, default=0x5EED)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--noise-vocab", type=int, nargs="*", default=[49152, 151936])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
@@ -95,6 +98,13 @@ def main() -> None:
 
     alone_s, unkeyed = timed(plain)
     both_s, scored = timed(items)
+    for vocab in args.noise_vocab:
+        dist = torch.randn(64, vocab).log_softmax(-1)
+        t0 = time.perf_counter()
+        for _ in range(args.repeats):
+            sampling_gaps(dist, [0] * 64, args.key, 0)
+        print(f"sampling check alone at vocabulary {vocab}: "
+              f"{(time.perf_counter() - t0) / args.repeats / 64 * 1e6:.0f} us/token")
     gaps = torch.tensor([g for s in scored for g in s.gaps], dtype=torch.float64)
     worst_sample = torch.tensor([max(s.gaps) for s in scored], dtype=torch.float64)
     logprob_diff = max(abs(a - b) for (_, reported), s in zip(sampled, unkeyed) for a, b in zip(reported, s.logprobs))

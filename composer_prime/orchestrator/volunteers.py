@@ -25,7 +25,6 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable
 
 import msgspec
 from transformers import AutoConfig, GenerationConfig, PreTrainedTokenizerBase

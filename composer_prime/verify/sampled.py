@@ -34,25 +34,35 @@ import torch
 from composer_prime.inference.sampling import gumbel_noise
 
 
-def perturbed_scores(dist: torch.Tensor, key: int, sample: int) -> torch.Tensor:
-    """d_tv + g_tv for the L positions of `dist` ([L, V] processed log-probs), float64."""
+CHUNK = 64  # positions at a time: [64, V] float64 scores, not [L, V]
+
+
+def perturbed_scores(dist: torch.Tensor, key: int, sample: int, first: int = 0) -> torch.Tensor:
+    """d_tv + g_tv for positions first .. first + len(dist) - 1 (`dist`: their [n, V] processed log-probs), float64."""
     vocab = dist.shape[-1]
-    noise = torch.stack([gumbel_noise(key, sample, t, vocab) for t in range(dist.shape[0])])
+    noise = torch.stack([gumbel_noise(key, sample, first + t, vocab) for t in range(dist.shape[0])])
     return dist.double().cpu() + noise
 
 
 def sampling_gaps(dist: torch.Tensor, tokens: Sequence[int], key: int, sample: int) -> torch.Tensor:
     """gap_t (module docstring) of each token, [L] float64."""
-    scores = perturbed_scores(dist, key, sample)
-    chosen = scores.gather(1, torch.tensor(list(tokens), dtype=torch.long)[:, None]).squeeze(1)
-    return scores.max(dim=1).values - chosen
+    targets = torch.tensor(list(tokens), dtype=torch.long)
+    gaps = []
+    for start in range(0, dist.shape[0], CHUNK):
+        scores = perturbed_scores(dist[start:start + CHUNK], key, sample, start)
+        chosen = scores.gather(1, targets[start:start + CHUNK, None]).squeeze(1)
+        gaps.append(scores.max(dim=1).values - chosen)
+    return torch.cat(gaps)
 
 
 def choosable(dist: torch.Tensor, key: int, sample: int, tolerance: float) -> torch.Tensor:
     """Per position, how many tokens besides the trusted argmax score within `tolerance` of it ([L] long):
     the alternatives a worker could submit there and still pass."""
-    scores = perturbed_scores(dist, key, sample)
-    return (scores >= scores.max(dim=1, keepdim=True).values - tolerance).sum(dim=1) - 1
+    counts = []
+    for start in range(0, dist.shape[0], CHUNK):
+        scores = perturbed_scores(dist[start:start + CHUNK], key, sample, start)
+        counts.append((scores >= scores.max(dim=1, keepdim=True).values - tolerance).sum(dim=1) - 1)
+    return torch.cat(counts)
 
 
 def sampled(gaps: Sequence[float], tolerance: float) -> bool:

@@ -1,9 +1,10 @@
 """The orchestrator's gate for rollouts from volunteer workers.
 
 A batch is taken apart in this order, cheapest check first. Every check accepts only what is provably
-within bounds: a NaN or an infinity fails. A refused batch's reason is in brackets; "counted" means it
-counts as `num_samples` failed samples of the worker (the assignment's count, whatever the batch held,
-so an empty batch costs as much as a full bad one):
+within bounds: a NaN or an infinity fails. A refused batch's reason is in brackets; "counted" means its
+samples count as failures of the worker: as many as its assignment asked for, whatever the batch held (an
+empty batch costs as much as a full bad one), or one group's before the assignment is known (an
+assignment left unanswered is counted in full once it expires: verify/inbox.py):
   1. decodes as a SignedBatch, without unknown fields           [malformed: counted against the uploader]
   2. names the worker whose store prefix held it                [misplaced: counted against the uploader]
   3. the worker is registered and not banned                    [unregistered / banned]

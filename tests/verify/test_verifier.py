@@ -118,7 +118,7 @@ def test_each_attack_on_the_numbers_or_the_shape_of_a_batch_is_refused(run, tmp_
 
 def test_assignments_bind_a_batch_to_its_worker_its_examples_and_one_answer(run, tmp_path):
     registry, workers = run.registry(tmp_path / "workers.json", "ann", "eve")
-    (aid, akey), (wid, key) = workers["ann"], workers["eve"]
+    (aid, _), (wid, key) = workers["ann"], workers["eve"]
     verifier = run.verifier(registry)
     # Another worker's assignment, or one the worker signed itself.
     theirs, signed = run.assign(registry, aid)

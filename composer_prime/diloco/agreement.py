@@ -181,14 +181,17 @@ def confirm(exchange: PseudoGradientExchange, mine: RoundDigest, sites: list[str
                          f"under a new run_id") from None
     waiting_for = {ref.site for ref in mine.inputs} - {mine.site}
     pending = [site for site in sites if site != mine.site]
+    unread: dict[str, str] = {}
     deadline = time.monotonic() + timeout_s
     while True:
         last_look = time.monotonic() > deadline
         for site in list(pending):
             try:
                 data = exchange.read_digest(round_, site)
-            except OSError:  # the network or the store: look again until the deadline
+            except OSError as exc:  # the network or the store: look again until the deadline
+                unread[site] = type(exc).__name__
                 continue
+            unread.pop(site, None)
             if data is None:
                 continue
             pending.remove(site)
@@ -199,6 +202,11 @@ def confirm(exchange: PseudoGradientExchange, mine: RoundDigest, sites: list[str
             reason = difference(mine, theirs)
             if reason is not None:
                 raise SplitError(f"{prefix}: {site} aggregated something else: {reason}")
-        if last_look or not waiting_for.intersection(pending):
+        if last_look and unread:
+            # Only a digest known to be absent may be passed over: one that may be there unread could be the
+            # earlier digest that this site, publishing second, is the one to compare against.
+            raise SplitError(f"{prefix}: could not read the digests of {sorted(unread)} by the deadline "
+                             f"({', '.join(sorted(set(unread.values())))})")
+        if last_look or not (waiting_for.intersection(pending) or unread):
             return sorted(waiting_for.intersection(pending))
         time.sleep(exchange.poll_s)

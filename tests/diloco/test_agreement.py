@@ -3,6 +3,7 @@ applies nothing (a real GuardedDiLoCoSite on a real directory store; the peer is
 
 from __future__ import annotations
 
+import os
 import threading
 
 import msgspec
@@ -144,6 +145,20 @@ def test_a_peer_that_never_confirms_costs_the_wait_and_the_round_applies(world):
     _train(a, 0)
     assert a.after_inner_step() == 1
     assert a.history[0].unconfirmed == ["b"] and a.history[0].accepted == ["a", "b"]
+
+
+def test_a_digest_that_cannot_be_read_is_not_passed_over_as_absent(world):
+    """b's digest slot is unreadable (here a folder where the file should be): it may hold the digest a must
+    compare against, so a stops at the deadline instead of applying as if b had said nothing."""
+    configs, exchanges = world
+    a = _site(configs, "a")
+    exchanges["b"].put(0, _pg(3, numel=8))
+    os.makedirs(exchanges["b"].store.path(exchanges["b"]._key(0, "b", "digest")))
+    _train(a, 0)
+    with pytest.raises(SplitError, match=r"^diloco round 0: nothing applied: could not read the digests of \['b'\] "
+                                         r"by the deadline \(IsADirectoryError\)$"):
+        a.after_inner_step()
+    assert a.outer_step == 0
 
 
 def test_two_sites_that_agree_apply_the_same_round(world):

@@ -10,8 +10,8 @@ So before applying, each site publishes a signed digest of its round (write-once
 state the outer step applies to (global parameters and outer optimizer state), how it combines
 (guard and outer settings), every pseudo-gradient it read with its author's signature, and the
 verdict. It then reads its peers' digests, waiting until every site whose pseudo-gradient it read
-has answered or the deadline passes, and stops at the first one that differs or does not check:
-SplitError, one line, nothing applied. When the difference is one site's two signed
+has answered or the deadline passes, and stops at the first one that differs or does not check, or
+when one could not be read by the deadline: SplitError, one line, nothing applied. When the difference is one site's two signed
 pseudo-gradients, both signatures are in hand and the line names that site.
 
 Why no two honest sites can both apply different rounds, on a store that shows every reader an

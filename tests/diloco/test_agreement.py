@@ -106,11 +106,12 @@ def test_a_digest_is_taken_only_as_its_authors_word_for_this_run_and_round(world
     assert refused(b" " * (1024 * 1024 + 1)) == f"over {1024 * 1024} bytes"
 
 
-def _site(configs, site: str, seed: int = 0) -> GuardedDiLoCoSite:
-    torch.manual_seed(seed)
+def _site(configs, site: str, wait_s: float = 0.5) -> GuardedDiLoCoSite:
+    torch.manual_seed(0)
     model = nn.Linear(3, 2)  # 8 parameters
     inner = torch.optim.SGD(model.parameters(), lr=0.1)
-    return GuardedDiLoCoSite(configs[site].model_copy(update={"sites": ["a", "b"]}), model, inner)
+    guard = configs[site].guard.model_copy(update={"wait_timeout_s": wait_s})
+    return GuardedDiLoCoSite(configs[site].model_copy(update={"sites": ["a", "b"], "guard": guard}), model, inner)
 
 
 def _train(site: GuardedDiLoCoSite, seed: int) -> None:
@@ -164,7 +165,7 @@ def test_a_digest_that_cannot_be_read_is_not_passed_over_as_absent(world):
 def test_two_sites_that_agree_apply_the_same_round(world):
     """Both sites in one process, each syncing in its own thread as it would in its own process."""
     configs, _ = world
-    sites = [_site(configs, name) for name in ("a", "b")]
+    sites = [_site(configs, name, wait_s=60.0) for name in ("a", "b")]  # however loaded the machine, both arrive
     start = [g.detach().clone() for g in sites[0].global_params]
     for seed, site in enumerate(sites):
         _train(site, seed)

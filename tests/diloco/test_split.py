@@ -128,18 +128,21 @@ def test_a_site_that_shows_each_honest_site_another_signed_round_stops_both_befo
 
 
 def test_a_round_that_lands_between_two_sites_deadlines_stops_both(tmp_path, run_site):
-    """No second signature needed: evil publishes once, after a's deadline and before b looks for the last time."""
+    """No second signature needed: evil publishes once, after a's deadline (10 s) and within b's (120 s)."""
     private = _keys(tmp_path)
     public = {site: keys.public_hex(key) for site, key in private.items()}
     store = {"url": str(tmp_path / "store")}
-    children = [run_site(site, _config(tmp_path, site, store, public, 4.0)) for site in ("a", "b")]
+    children = [run_site(site, _config(tmp_path, site, store, public, wait_s))
+                for site, wait_s in (("a", 10.0), ("b", 120.0))]
     try:
         evil = _evil(Store(store["url"]), private, public)
+        # a waits, paused, until b's round is in: whatever the machine's load, a's set is then {a, b}.
+        _wait_for(lambda: evil.store.exists(evil._key(0, "a", "sig")), children, "a's round 0")
+        os.kill(children[0].process.pid, signal.SIGSTOP)
         honest = _when_honest_rounds_are_in(evil, children)
-        os.kill(children[1].process.pid, signal.SIGSTOP)
-        _wait_for(lambda: evil.store.exists(evil._key(0, "a", "digest")), children[:1], "a's digest of round 0")
+        os.kill(children[0].process.pid, signal.SIGCONT)
+        _wait_for(lambda: evil.store.exists(evil._key(0, "a", "digest")), children, "a's digest of round 0")
         evil.put(0, 1.5 * (honest["a"].pseudo_grad + honest["b"].pseudo_grad) / 2)
-        os.kill(children[1].process.pid, signal.SIGCONT)
         lines = _both_stop(children)
         late = _evils_round(evil)
     finally:

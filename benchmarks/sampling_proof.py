@@ -36,7 +36,7 @@ from composer_prime.configs.shared import ModelConfig
 from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.inference.transformers_backend import TransformersBackend
 from composer_prime.rollout.envs import load_environment
-from composer_prime.rollout.single_turn import prompt_token_ids
+from composer_prime.model.chat_template import template_ids
 from composer_prime.verify.sampled import choosable, sampling_gaps
 from composer_prime.verify.scorer import ModelScorer, ScoreItem
 
@@ -76,7 +76,7 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     examples = load_environment(EnvConfig(id="reverse-text")).examples("train")
     picked = random.Random(0).sample(range(len(examples)), args.prompts)
-    prompts = [prompt_token_ids(tokenizer, examples[i].prompt) for i in picked]
+    prompts = [template_ids(tokenizer, examples[i].prompt) for i in picked]
 
     t0 = time.perf_counter()
     sampled = asyncio.run(honest_samples(args, prompts, args.key))

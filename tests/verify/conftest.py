@@ -24,7 +24,7 @@ from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.inference.transformers_backend import TransformersBackend
 from composer_prime.orchestrator.volunteers import stop_token_ids
 from composer_prime.rollout.envs import load_environment
-from composer_prime.rollout.single_turn import prompt_token_ids
+from composer_prime.model.chat_template import template_ids
 from composer_prime.verify.rollout_batch import Assignment, RolloutBatch, RolloutSample, SignedAssignment, signed_bytes
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.verifier import RolloutVerifier, RunSpec
@@ -97,7 +97,7 @@ def run():
     def prompt_of(example: int) -> list[int] | None:
         if not 0 <= example < len(examples):
             return None
-        return prompts.setdefault(example, prompt_token_ids(tokenizer, examples[example].prompt))
+        return prompts.setdefault(example, template_ids(tokenizer, examples[example].prompt))
 
     run_key = keys.generate_key()
     spec = RunSpec(public_key=run_key.public_key(), temperature=T, top_p=1.0, max_tokens=MAX_TOKENS,

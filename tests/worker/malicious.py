@@ -49,7 +49,7 @@ from composer_prime.coordinator.protocol import JoinRequest, JoinResponse, assig
 from composer_prime.inference.protocol import GenerateRequest
 from composer_prime.inference.transformers_backend import TransformersBackend
 from composer_prime.rollout.envs import load_environment
-from composer_prime.rollout.single_turn import prompt_token_ids
+from composer_prime.model.chat_template import template_ids
 from composer_prime.verify.rollout_batch import (Assignment, RolloutBatch, RolloutSample, SignedAssignment,
                                                  signed_bytes)
 from composer_prime.verify.scorer import ModelScorer
@@ -144,7 +144,7 @@ def main() -> None:
         task, signed = got
         samples = []
         for slot, example_id in enumerate(task.example_ids):
-            prompt = prompt_token_ids(tokenizer, examples[example_id].prompt)
+            prompt = template_ids(tokenizer, examples[example_id].prompt)
             response = loop.run_until_complete(engine.generate(GenerateRequest(
                 prompt_token_ids=prompt, n=task.samples_per_prompt, max_tokens=task.max_tokens,
                 temperature=task.temperature, stop_token_ids=[tokenizer.eos_token_id], gumbel_key=task.key,

@@ -39,7 +39,7 @@ from composer_prime.coordinator.grants import CoordinatorUploads
 from composer_prime.coordinator.protocol import RunInfo
 from composer_prime.orchestrator.volunteers import stop_token_ids
 from composer_prime.rollout.envs import load_environment
-from composer_prime.rollout.single_turn import prompt_token_ids
+from composer_prime.model.chat_template import template_ids
 from composer_prime.verify.verifier import RunSpec
 
 pytestmark = pytest.mark.slow
@@ -72,7 +72,7 @@ class Run:
         examples = load_environment(EnvConfig(id="reverse-text")).examples("train")
         spec = RunSpec(public_key=self.run_key.public_key(), temperature=1.0, top_p=1.0, max_tokens=16,
                        samples_per_prompt=2, stop_ids=frozenset(stop_token_ids(str(self.version_dir), tokenizer)),
-                       prompt_of=lambda e: prompt_token_ids(tokenizer, examples[e].prompt))
+                       prompt_of=lambda e: template_ids(tokenizer, examples[e].prompt))
         verifier = RolloutVerifier(self.registry, scorer, config, scorer.model(0).config.vocab_size, spec)
         return RolloutInbox(Store(str(self.store_root)), verifier).poll(lambda: 0)
 

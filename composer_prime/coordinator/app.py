@@ -11,7 +11,7 @@ identity by keeping its key file, and nobody else can take the id over. A run ad
 or by tokens given one per volunteer (`volunteer_tokens`: a file of their SHA-256 digests), each of which
 admits the first key that joins with it and no other: a banned volunteer cannot come back under a new key.
 Joins are rate-limited per client address and, for new identities, for the whole run; the registry is
-written only when a join adds one.
+written only when a join adds one. No route reads a body over its limit (coordinator/limits.py).
 No route waits on a third party: the announced version is read from a value kept fresh in the background
 (coordinator/announce.py).
 """
@@ -31,7 +31,7 @@ from composer_prime import keys
 from composer_prime.configs.coordinator import AdmissionConfig, UploadsConfig
 from composer_prime.coordinator.assign import Assigner
 from composer_prime.coordinator.grants import Granter, add_grant_routes
-from composer_prime.coordinator.limits import SlidingWindow
+from composer_prime.coordinator.limits import MAX_MESSAGE_BYTES, BodyLimit, SlidingWindow
 from composer_prime.coordinator.protocol import (MAX_CLOCK_SKEW_S, PROTOCOL_VERSION, AssignRequest, Heartbeat,
                                                  HeartbeatResponse, JoinRequest, JoinResponse, RunInfo, SignedAnswer,
                                                  assign_message, heartbeat_message, sign_answer, worker_id)
@@ -46,6 +46,9 @@ def create_coordinator_app(registry: WorkerRegistry, join_token: str | Path, run
     answer's run part; `current_version()` the newest version the workers can fetch (it must not block);
     `granter` signs their uploads within `uploads`' limits; `run_key` signs every answer."""
     app = FastAPI(title="composer-prime run coordinator")
+    # An upload's body is checked against its grant by the route itself (coordinator/grants.py).
+    app.add_middleware(BodyLimit, max_bytes=lambda path: uploads.max_bytes if path.startswith("/upload/")
+                       else MAX_MESSAGE_BYTES)
     add_grant_routes(app, registry, granter, uploads)
     last_seen: dict[str, dict] = {}
     joins_by_host = SlidingWindow(admission.joins_per_host_per_minute, window_s=60.0)

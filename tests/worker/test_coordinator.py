@@ -112,6 +112,31 @@ def test_joins_are_rate_limited_and_the_registry_is_written_only_when_it_changes
     assert len(registry.workers) == 3
 
 
+def test_a_request_body_over_the_limit_is_refused_unread(tmp_path):
+    """Attack 7 of issue 30 on the other routes: /join (no token needed to send one), /heartbeat, /assign and /grant
+    parsed any body whole. Headers promising 256 MiB are answered with no body byte sent (nothing waited for it); a
+    chunked body is answered once past the limit, unfinished (before, the route waited for its end)."""
+    import socket
+
+    from composer_prime.coordinator.limits import MAX_MESSAGE_BYTES
+
+    http, _ = coordinator(tmp_path, keys.generate_key())
+    with ServedApp(http.app) as served:
+        def status(head: str, body: bytes = b"") -> bytes:
+            with socket.create_connection(("127.0.0.1", served.port), timeout=30) as sock:
+                sock.sendall(f"{head}\r\nHost: x\r\nContent-Type: application/json\r\n\r\n".encode() + body)
+                return sock.recv(4096).split(b"\r\n", 1)[0]
+
+        for route in ("/join", "/heartbeat", "/assign", "/grant"):
+            assert status(f"POST {route} HTTP/1.1\r\nContent-Length: {2**28}") == b"HTTP/1.1 413 Request Entity Too Large"
+        over = MAX_MESSAGE_BYTES + 1024
+        chunked = b"%x\r\n%s\r\n" % (over, b" " * over)  # no closing chunk: the body never ends
+        assert status("POST /join HTTP/1.1\r\nTransfer-Encoding: chunked", chunked) == (
+            b"HTTP/1.1 413 Request Entity Too Large")
+        # A message within the limit is read as before.
+        assert httpx.post(f"{served.url}/join", json=_join("w1", keys.generate_key())).status_code == 200
+
+
 def test_volunteer_tokens_each_admit_one_key_so_a_banned_volunteer_cannot_come_back(tmp_path):
     """Issue 30: with one shared join token a banned worker rejoined under a new id. Tokens given one per volunteer
     (their digests in a file the run reads at every join) each admit the first key that joins with them."""

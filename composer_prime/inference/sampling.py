@@ -66,7 +66,9 @@ def gumbel_noise(key: int, sample: int, position: int, vocab: int) -> torch.Tens
     """
     if not 0 <= key < 2**64:
         raise ValueError(f"a Gumbel key is 64 bits, got {key}")
-    bits = np.random.Philox(key=[key, GUMBEL_DOMAIN], counter=[0, position, sample, 0]).random_raw((vocab + 1) // 2)
+    # uint64 arrays: from a list numpy takes a word >= 2^63 through float64 and rounds it (key 2^63 + 5 became 2^63).
+    words64 = np.array([key, GUMBEL_DOMAIN], dtype=np.uint64), np.array([0, position, sample, 0], dtype=np.uint64)
+    bits = np.random.Philox(key=words64[0], counter=words64[1]).random_raw((vocab + 1) // 2)
     words = bits.view(np.uint32)[:vocab]  # little-endian: the low half of each output first
     uniform = (torch.from_numpy(words.astype(np.float64)) + 0.5) / 2.0**32
     return -torch.log(-torch.log(uniform))

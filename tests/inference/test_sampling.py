@@ -105,14 +105,19 @@ def test_gumbel_noise_is_philox_keyed_by_key_sample_and_position():
 
     key, vocab = 2**63 + 12345, 7
     for sample, position in [(0, 0), (3, 11), (11, 3)]:
-        raw = np.random.Philox(key=[key, GUMBEL_DOMAIN], counter=[0, position, sample, 0]).random_raw(4).tolist()
+        philox = np.random.Philox(key=np.array([key, GUMBEL_DOMAIN], dtype=np.uint64),
+                                  counter=np.array([0, position, sample, 0], dtype=np.uint64))
+        assert philox.state["state"]["key"].tolist() == [key, GUMBEL_DOMAIN]  # every bit of both words
+        raw = philox.random_raw(4).tolist()
         halves = [half for word in raw for half in (word & 0xFFFFFFFF, word >> 32)][:vocab]
         expected = [-math.log(-math.log((w + 0.5) / 2**32)) for w in halves]
         got = gumbel_noise(key, sample, position, vocab)
         assert got.dtype == torch.float64 and got.tolist() == pytest.approx(expected, abs=1e-12)
     # Each (key, sample, position) has its own stream; the same one gives the same noise.
-    streams = {tuple(gumbel_noise(k, s, p, 8).tolist()) for k, s, p in [(1, 0, 0), (2, 0, 0), (1, 1, 0), (1, 0, 1)]}
-    assert len(streams) == 4 and torch.equal(gumbel_noise(1, 0, 0, 8), gumbel_noise(1, 0, 0, 8))
+    # Keys over 2^63 too: from a Python list numpy rounded them through float64, so these two were one stream.
+    cases = [(1, 0, 0), (2, 0, 0), (1, 1, 0), (1, 0, 1), (2**63 + 1, 0, 0), (2**63 + 2, 0, 0), (2**64 - 1, 0, 0)]
+    streams = {tuple(gumbel_noise(k, s, p, 8).tolist()) for k, s, p in cases}
+    assert len(streams) == len(cases) and torch.equal(gumbel_noise(1, 0, 0, 8), gumbel_noise(1, 0, 0, 8))
     with pytest.raises(ValueError, match="64 bits"):
         gumbel_noise(2**64, 0, 0, 8)
 

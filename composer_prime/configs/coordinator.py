@@ -26,8 +26,9 @@ class AssignmentsConfig(BaseConfig):
 
     ttl_s: Annotated[int, Field(ge=10, le=7 * 86400, description="Seconds a worker has to sample and upload an "
                                                                  "assigned batch.")] = 3600
-    max_open: Annotated[int, Field(ge=1, description="Assignments one worker may hold at once; one left unanswered "
-                                                     "past its time counts its samples as failures (`abandoned`).")] = 2
+    max_open: Annotated[int, Field(ge=1, description="Assignments one worker may sample at once (not yet granted an "
+                                                     "upload); one left unanswered past its time counts its "
+                                                     "samples as failures (`abandoned`).")] = 2
     per_hour: Annotated[int, Field(ge=1, description="Assignments one worker may get in any hour.")] = 600
 
 

@@ -111,8 +111,8 @@ def create_coordinator_app(registry: WorkerRegistry, join_token: str | Path, run
                              request.time)
         if entry.banned:
             raise HTTPException(403, "worker is banned")
-        if registry.open_assignments(request.worker_id, time.time()) >= limits.max_open:
-            raise HTTPException(429, f"a worker holds at most {limits.max_open} open assignments")
+        if registry.sampling(request.worker_id, time.time()) >= limits.max_open:
+            raise HTTPException(429, f"a worker samples at most {limits.max_open} assignments at once")
         if not assigned.take(request.worker_id, time.monotonic()):
             raise HTTPException(429, f"more than {limits.per_hour} assignments in an hour")
         return Response(assigner.issue(registry, request.worker_id), media_type="application/msgpack")

@@ -7,7 +7,8 @@ of the batch with Gumbel noise (key, j) (inference/sampling.py), so the verifier
 from the trusted weights (verify/sampled.py), and uploads it under the assignment's id, which is the only
 batch id it is granted an upload for (coordinator/grants.py).
 
-A worker holds at most `max_open` unexpired assignments. One it never answers counts its samples as
+A worker samples at most `max_open` unexpired assignments at once (one it has been granted an upload for
+no longer counts, so a worker never waits on the verifier). One it never answers counts its samples as
 failures once it has expired (verify/inbox.py: `abandoned`): a worker that draws many assignments and
 uploads only the batches it likes is banned like one that fabricates them.
 """

@@ -146,6 +146,7 @@ def add_grant_routes(app: FastAPI, registry: WorkerRegistry, granter: Granter, c
             raise HTTPException(403, "no open assignment of this worker has this id (expired, answered or never issued)")
         if not book.take(request.worker_id, time.monotonic()):
             raise HTTPException(429, f"more than {config.grants_per_hour} upload grants in an hour")
+        registry.mark_granted(request.worker_id, request.batch_id)
         return granter.issue(rollout_key(request.worker_id, request.batch_id), request.size, request.md5,
                              config.grant_ttl_s)
 

@@ -97,7 +97,8 @@ class RolloutInbox:
     def _sweep_abandoned(self, workers: list[str], listed: set[str]) -> list[Decision]:
         now, decisions = time.time(), []
         for worker in workers:
-            for assignment_id, (expires_at, samples) in list(self.verifier.registry.workers[worker].assignments.items()):
+            held = self.verifier.registry.workers[worker].assignments
+            for assignment_id, (expires_at, samples, _) in list(held.items()):
                 if expires_at + self.grace_s < now and f"rollouts/{worker}/{assignment_id}.msgpack" not in listed:
                     decisions.append(self.verifier.abandon(worker, assignment_id, int(samples)))
         return decisions

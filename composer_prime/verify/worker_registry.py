@@ -42,7 +42,7 @@ class WorkerEntry:
     ban_reason: str = ""
     stats: WorkerStats = field(default_factory=WorkerStats)
     assignments: dict[str, list[float]] = field(default_factory=dict)
-    """Open assignments: id -> [expires_at, samples expected] (coordinator/assign.py)."""
+    """Open assignments: id -> [expires_at, samples expected, upload granted (0 or 1)] (coordinator/assign.py)."""
     token: str = ""
     """SHA-256 of the volunteer token it joined with, when the run gives one per volunteer (else empty)."""
 
@@ -78,15 +78,23 @@ class WorkerRegistry:
         with self._lock:
             return next((w for w, e in self.workers.items() if e.token == token), None)
 
-    def open_assignments(self, worker_id: str, now: float) -> int:
-        """Assignments `worker_id` holds that have not expired."""
+    def sampling(self, worker_id: str, now: float) -> int:
+        """Assignments `worker_id` holds, not expired, with no upload granted yet: the batches it is still sampling.
+        One it has uploaded no longer counts, answered or not, so a worker never waits on the verifier."""
         with self._lock:
-            return sum(1 for expires, _ in self.workers[worker_id].assignments.values() if expires > now)
+            return sum(1 for expires, _, granted in self.workers[worker_id].assignments.values()
+                       if expires > now and not granted)
 
     def add_assignment(self, worker_id: str, assignment_id: str, expires_at: float, samples: int) -> None:
         with self._lock:
-            self.workers[worker_id].assignments[assignment_id] = [expires_at, samples]
+            self.workers[worker_id].assignments[assignment_id] = [expires_at, samples, 0]
             self.save()
+
+    def mark_granted(self, worker_id: str, assignment_id: str) -> None:
+        """An upload was granted for this open assignment. Not saved on its own: lost at a restart, the
+        assignment only counts as being sampled again until it is answered or expires."""
+        with self._lock:
+            self.workers[worker_id].assignments[assignment_id][2] = 1
 
     def close_assignment(self, worker_id: str, assignment_id: str) -> bool:
         """Mark it answered; False when it was not open (never issued, answered before, or abandoned)."""

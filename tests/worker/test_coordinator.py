@@ -18,7 +18,7 @@ from composer_prime import keys
 from composer_prime.configs.coordinator import AdmissionConfig, AssignmentsConfig, UploadsConfig
 from composer_prime.coordinator.app import create_coordinator_app
 from composer_prime.coordinator.assign import Assigner
-from composer_prime.coordinator.grants import CoordinatorUploads
+from composer_prime.coordinator.grants import CoordinatorUploads, signed_grant_request
 from composer_prime.coordinator.protocol import (AnswerRefused, HeartbeatResponse, JoinResponse, RunInfo,
                                                  assign_message, heartbeat_message, open_answer, worker_id)
 from composer_prime.store import Store
@@ -181,8 +181,10 @@ def test_assignments_are_signed_limited_and_bound_to_their_worker(tmp_path):
     assert (first.samples_per_prompt, first.temperature, first.max_tokens) == (2, 1.0, 8) and 0 <= first.key < 2**64
     second = open_assignment(ask().content, run_key.public_key())
     assert second.key != first.key and second.assignment_id != first.assignment_id
-    assert ask().status_code == 429  # two open already
-    registry.close_assignment(wid, first.assignment_id)
+    assert ask().status_code == 429  # two being sampled already
+    # An uploaded batch no longer holds a slot, verified or not: a worker never waits on the verifier.
+    grant = signed_grant_request(key, wid, first.assignment_id, b"batch").model_dump()
+    assert http.post("/grant", json=grant).status_code == 200 and first.assignment_id in registry.workers[wid].assignments
     assert ask().status_code == 200 and ask().status_code == 429  # third this hour, then over the hourly count
     with pytest.raises(Exception):
         open_assignment(msgspec.msgpack.encode({"payload": b"x", "signature": b"y"}), run_key.public_key())

@@ -36,7 +36,7 @@ from composer_prime.cli import run_cli
 from composer_prime.errors import UserError
 from composer_prime.model.save import PROVENANCE
 
-CONVERTER_VERSION = 1  # bump when convert_gguf writes something different, so that earlier outputs are redone
+CONVERTER_VERSION = 2  # bump when convert_gguf writes something different, so that earlier outputs are redone
 
 
 @dataclass(frozen=True)

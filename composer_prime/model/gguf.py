@@ -1,15 +1,17 @@
 """A GGUF file (llama.cpp's format) as a Hugging Face model directory.
 
-The weights go through transformers' own GGUF loader (`from_pretrained(..., gguf_file=...)`), which
-dequantizes them to float32. The tokenizer does not: transformers 4.57 turns SmolLM2's GGUF into a
-`LlamaTokenizer` with `<|im_start|>` as EOS, a BOS prepended to every text and a sentencepiece
-decoder, and transformers 5 rebuilds any `LlamaTokenizer` with a Metaspace pipeline that drops the
-spaces of a byte-level vocabulary ('ĊAnyĠother' for "\\nAny other"). So the tokenizer is built here,
-with `tokenizers`, from the GGUF's own metadata (vocabulary, merges, token types, special ids,
-pre-tokenizer name, chat template), and saved as a plain `PreTrainedTokenizerFast`, the class both
-transformers 4 and 5 load from `tokenizer.json` verbatim. What this cannot build exactly (another
-tokenizer model, an unknown pre-tokenizer, a BOS or space prefix to add, unusual token types) is
-refused in one line rather than approximated.
+The weights go through transformers' own GGUF loader (`from_pretrained(..., gguf_file=...)`), told to
+dequantize them to float32 (transformers 5 otherwise keeps them in GGUF blocks when a kernel is installed).
+The tokenizer does not, because neither transformers gets SmolLM2's right: 4.57 makes a `LlamaTokenizer`
+with `<|im_start|>` as EOS and a BOS prepended to every text (and transformers 5 rebuilds a saved
+`LlamaTokenizer` with a Metaspace pipeline that drops the spaces of a byte-level vocabulary: 'ĊAnyĠother'
+for "\nAny other"); 5.19 gets the special tokens right but ignores the GGUF's pre-tokenizer name
+('smollm': every digit split off first), so 10 of 3000 random strings with digits came out as other ids
+than SmolLM2 was trained on. So the tokenizer is built here, with `tokenizers`, from the GGUF's metadata
+(vocabulary, merges, token types, special ids, pre-tokenizer name, chat template), and saved as a plain
+`PreTrainedTokenizerFast`, which transformers loads from `tokenizer.json` verbatim. What this cannot build
+exactly (another tokenizer model, an unknown pre-tokenizer, a BOS or space prefix to add, unusual token
+types) is refused in one line rather than approximated.
 
 Before the directory is published, it is loaded back with `AutoTokenizer` and checked: the same ids
 as the built tokenizer, every probe text (spaces, newlines, code, non-ASCII) decoded back to itself,
@@ -23,7 +25,7 @@ from pathlib import Path
 import torch
 from gguf import GGUFReader
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
-from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, PreTrainedTokenizerFast
+from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, GgufConfig, PreTrainedTokenizerFast
 
 from composer_prime.errors import UserError
 from composer_prime.model.save import staged_dir, write_model
@@ -135,7 +137,8 @@ def convert_gguf(path: Path, output_dir: Path, provenance: dict[str, str] | None
     reader = open_gguf(path)
     tokenizer = build_tokenizer(reader)
     try:
-        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
+                                                     quantization_config=GgufConfig(dequantize=True))
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise UserError(f"cannot load the weights of {path}: {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
     if model.get_input_embeddings().num_embeddings != len(tokenizer):

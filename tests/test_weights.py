@@ -7,11 +7,13 @@ from transformers import Qwen3Config, Qwen3ForCausalLM
 from composer_prime.weights import (
     STABLE,
     WEIGHTS_FILE,
+    iter_checkpoint_tensors,
     latest_version,
     list_versions,
     load_version_state_dict,
     prune_versions,
     publish_weights,
+    tensor_shapes,
     version_dir,
 )
 
@@ -73,3 +75,15 @@ def test_a_version_with_assets_is_a_loadable_model_directory(tmp_path):
     assert tokenizer.chat_template and tokenizer.eos_token == "<|im_end|>"
     reloaded = AutoModelForCausalLM.from_pretrained(path)
     assert torch.equal(reloaded.model.norm.weight, model.model.norm.weight)
+
+
+
+def test_shapes_come_from_the_header_and_tensors_one_at_a_time(tmp_path):
+    """What vLLM's reload checks a version against (before any weight changes) and how its workers read it."""
+    model = tiny_tied_model()
+    path = publish_weights(tmp_path, 1, model.state_dict(), model.config.to_json_string())
+    assert tensor_shapes(path) == {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    streamed = iter_checkpoint_tensors(path)
+    name, tensor = next(streamed)  # a generator: nothing past the first tensor is read yet
+    assert torch.equal(tensor, model.state_dict()[name])
+    assert sorted([name, *(n for n, _ in streamed)]) == sorted(model.state_dict())  # in the file's order

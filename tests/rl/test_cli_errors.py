@@ -98,3 +98,19 @@ def test_port_in_use(out):
         port = busy.getsockname()[1]
         assert_one_line_error(run_rl("@", str(QUICKSTART), "--inference.port", str(port), "--output-dir", str(out)),
                               f"port {port}")
+
+
+def test_inference_that_cannot_start_stops_the_run_before_the_trainer_starts(out):
+    """Inference starts alone and must answer before the others start (on a shared GPU vLLM measures its memory
+    before the trainer holds any): here vLLM is not installed, and no trainer or orchestrator ever ran."""
+    result = run_rl("@", str(REPO / "configs/quickstart/gpu.toml"), "--model.dtype", "float32",
+                    "--output-dir", str(out))
+    assert_one_line_error(result, "inference exited with code 1", "vllm backend needs vLLM")
+    assert (out / "logs/inference.log").is_file()
+    assert not (out / "logs/trainer.log").exists() and not (out / "logs/orchestrator.log").exists()
+
+
+def test_missing_inference_python(tmp_path, out):
+    missing = tmp_path / "no-venv/bin/python"
+    assert_one_line_error(run_rl("@", str(QUICKSTART), "--inference-python", str(missing), "--output-dir", str(out)),
+                          "inference_python not found", str(missing))

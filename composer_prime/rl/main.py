@@ -24,6 +24,7 @@ from composer_prime.cli import run_cli
 from composer_prime.configs.shared import write_config
 from composer_prime.errors import UserError
 from composer_prime.heldout.headline import headline
+from composer_prime.inference.protocol import HealthResponse
 from composer_prime.rl.config import RLConfig
 from composer_prime.rl.placement import Placement, needs, place, trainer_fraction
 from composer_prime.utils.gpus import cuda_problem
@@ -49,7 +50,10 @@ def preflight(config: RLConfig) -> Placement | None:
     env = load_environment(config.orchestrator.env)
     if config.orchestrator.eval.num_examples:
         held_out_examples(env, config.orchestrator.eval.num_examples)  # an empty eval split, before any process
-    check_port_free(config.inference.host, config.inference.port)
+    if config.start_inference:
+        check_port_free(config.inference.host, config.inference.port)
+    else:
+        check_running_inference(config)
     # rl itself runs no CUDA work: asking torch here is safe (its children are new processes, not forks).
     num_gpus = torch.cuda.device_count()
     if num_gpus == 0 and any(needs(config)) and (problem := cuda_problem()) is not None:
@@ -58,6 +62,27 @@ def preflight(config: RLConfig) -> Placement | None:
     if placement is not None and (fraction := trainer_fraction(config, placement)) is not None:
         config.trainer.gpu_memory_fraction = fraction
     return placement
+
+
+def _same_model(served: str, path: str) -> bool:
+    return served == path or (Path(served).exists() and Path(served).resolve() == Path(path).resolve())
+
+
+def check_running_inference(config: RLConfig) -> None:
+    """The server a run without its own inference uses: up, on this run's model, at the base weights (version 0).
+
+    A server on another version holds weights no trainer step of this run produced, so every rollout it sampled
+    would be off-policy by an unknown amount: refused, never assumed."""
+    url = f"http://{config.inference.host}:{config.inference.port}"
+    try:
+        health = HealthResponse.model_validate(httpx.get(f"{url}/health", timeout=10).raise_for_status().json())
+    except (httpx.HTTPError, ValueError) as exc:
+        raise UserError(f"start_inference = false, but no inference server answers at {url}: {exc}") from None
+    if not _same_model(health.model, str(config.model.path)):
+        raise UserError(f"the inference server at {url} serves {health.model}, not model.path = {config.model.path}")
+    if health.weight_version != 0:
+        raise UserError(f"the inference server at {url} serves weight version {health.weight_version}; a run starts "
+                        "from the base weights (version 0): restart it or load them back as version 0")
 
 
 def commands(config: RLConfig, config_dir: Path) -> dict[str, list[str]]:
@@ -154,7 +179,7 @@ def main(config: RLConfig) -> None:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         argvs = commands(config, config_dir)
-        for name in ("inference", "orchestrator", "trainer"):
+        for name in ("inference", "orchestrator", "trainer") if config.start_inference else ("orchestrator", "trainer"):
             env = placement.env(name) if placement is not None else None
             children[name] = spawn(name, argvs[name], config.output_dir / "logs", env=env)
             if name == "inference":

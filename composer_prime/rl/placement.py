@@ -52,7 +52,9 @@ def _on_gpu(model: ModelConfig) -> bool:
 def needs(config: RLConfig) -> tuple[int, int]:
     """GPUs (inference, trainer) the run needs on a machine that has GPUs."""
     backend = config.inference.backend
-    if backend.type == "vllm":
+    if not config.start_inference:  # a server rl does not start has its GPUs already
+        inference = 0
+    elif backend.type == "vllm":
         inference = backend.num_gpus if _on_gpu(config.inference.model) else 0
     else:
         inference = 1 if backend.type == "transformers" and _on_gpu(config.inference.model) else 0

@@ -122,13 +122,18 @@ def tensor_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def iter_checkpoint_tensors(directory: Path) -> Iterator[tuple[str, torch.Tensor]]:
+def iter_checkpoint_tensors(directory: Path, copies: dict[str, list[str]] | None = None,
+                            ) -> Iterator[tuple[str, torch.Tensor]]:
     """(name, tensor) of every tensor in the directory's safetensors files (a version, or a sharded Hugging Face
-    checkpoint), read one at a time: a reader holds one tensor in memory, not the whole model."""
+    checkpoint), read one at a time: a reader holds one tensor in memory, not the whole model. A tensor named in
+    `copies` comes again under each of its names there (WeightLayout.tied_copies)."""
     for file in _safetensors_files(directory):
         with safe_open(str(file), framework="pt") as reader:
             for name in reader.keys():
-                yield name, reader.get_tensor(name)
+                tensor = reader.get_tensor(name)
+                yield name, tensor
+                for alias in (copies or {}).get(name, ()):
+                    yield alias, tensor
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,19 @@ class WeightLayout:
         with torch.device("meta"):
             module = AutoModelForCausalLM.from_config(config, trust_remote_code=model.trust_remote_code)
         return cls.from_module(module)
+
+    def tied_copies(self, names) -> dict[str, list[str]]:
+        """For a version holding `names`: each tied tensor it holds once, mapped to its names it lacks.
+
+        A Hugging Face checkpoint saves tied embeddings once; a reload must still reach every layer that shares
+        them: vLLM on CPU repacks the output head for its kernels from the weight loaded under its own name, and
+        kept the previous version's head when only the input embedding came."""
+        copies = {}
+        for group in self.aliases:
+            held = [n for n in group if n in names]
+            if held and len(held) < len(group):
+                copies[held[0]] = [n for n in group if n not in names]
+        return copies
 
     def check(self, shapes: dict[str, tuple[int, ...]], where: str) -> None:
         """ValueError unless `shapes` (a version's tensors) is this model whole: loading anything less

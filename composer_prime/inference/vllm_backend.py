@@ -54,10 +54,10 @@ MIN_TEMPERATURE = 0.01  # vLLM's floor (sampling_params._MAX_TEMP): anything in 
 class WeightReloadWorker:
     """vLLM worker extension (`worker_extension_cls`): its methods run in each engine worker."""
 
-    def composer_prime_load_weights(self, path: str) -> None:
+    def composer_prime_load_weights(self, path: str, copies: dict[str, list[str]]) -> None:
         # vLLM's in-place reload: the model's own load_weights between the layer-wise bookkeeping that redoes
         # what loading does to weights after reading them (repacking for CPU kernels, quantisation, ...)
-        self.reload_weights(weights_iterator=iter_checkpoint_tensors(Path(path)))
+        self.reload_weights(weights_iterator=iter_checkpoint_tensors(Path(path), copies))
 
 
 class _VersionGate:
@@ -255,10 +255,12 @@ class VLLMBackend(Backend):
 
     async def load_weights(self, path: str, version: int) -> None:
         directory = require_stable(path)
-        self.layout.check(tensor_shapes(directory), str(directory))  # before any parameter changes
+        shapes = tensor_shapes(directory)
+        self.layout.check(shapes, str(directory))  # before any parameter changes
         async with self._gate.reload():
             try:
-                await self._engine.collective_rpc(_RELOAD_METHOD, args=(str(directory),))
+                await self._engine.collective_rpc(_RELOAD_METHOD,
+                                                  args=(str(directory), self.layout.tied_copies(shapes)))
             except Exception as exc:  # noqa: BLE001 - an I/O error part-way: the old weights go back whole
                 await self._restore(directory, exc)
             await self._engine.reset_prefix_cache()
@@ -267,7 +269,8 @@ class VLLMBackend(Backend):
 
     async def _restore(self, directory: Path, error: BaseException) -> None:
         try:
-            await self._engine.collective_rpc(_RELOAD_METHOD, args=(str(self._loaded_from),))
+            await self._engine.collective_rpc(_RELOAD_METHOD, args=(
+                str(self._loaded_from), self.layout.tied_copies(tensor_shapes(self._loaded_from))))
         except Exception as again:  # noqa: BLE001
             self._broken = (f"weights are partly from {directory} ({error}) and could not be restored from "
                             f"{self._loaded_from} ({again}): restart the inference server")

@@ -48,3 +48,41 @@ def vllm_cpu_python() -> Path:
         return ensure_vllm_cpu()
     except VllmCpuUnavailable as exc:
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session", params=["tiny", "smollm2"])
+def vllm_server(request, vllm_cpu_python, tmp_path_factory):
+    """Our inference server on vllm-cpu, one per model for the whole session (an engine takes minutes to start):
+    a tiny random model and SmolLM2-135M-Instruct. Tests get it through `served`, at its base weights."""
+    from tiny_models import build_tiny_model
+    from vllm_cpu import publish_base, smollm2_dir, start_server
+
+    if request.param == "tiny":  # room for a chat with tools in its byte-sized tokens
+        model_dir = build_tiny_model(tmp_path_factory.mktemp("tiny-2k"), max_positions=2048)
+    else:
+        model_dir = smollm2_dir(vllm_cpu_python)
+    work = tmp_path_factory.mktemp(f"vllm-{request.param}")
+    # max_model_len left unset: the model's own context (vLLM refused the old default of 4096 for both)
+    server = start_server(vllm_cpu_python, model_dir, work, backend={"enforce_eager": True})
+    server.base = publish_base(model_dir, work / "base")
+    server.base_fingerprint = server.fingerprint()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def served(vllm_server):
+    """The shared vllm-cpu server serving its model's base weights as version 0: a test that reloaded others
+    (a reload test, an rl run) is undone through the same reload path instead of a new engine."""
+    import httpx
+    import numpy as np
+
+    url = vllm_server.url
+    if httpx.get(f"{url}/health", timeout=30).json()["weight_version"] != 0:
+        back = httpx.post(f"{url}/update_weights", json={"path": str(vllm_server.base), "version": 0}, timeout=600)
+        assert back.status_code == 200, back.text
+        # the base served again whole (a tied output head once stayed on the previous version)
+        assert np.allclose(vllm_server.fingerprint(), vllm_server.base_fingerprint, atol=1e-5)
+    return vllm_server

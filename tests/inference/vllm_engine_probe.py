@@ -5,8 +5,6 @@ points wrapped to record calls made from composer_prime, and writes what it saw:
 - the configs refused before an engine starts (a device this build cannot run on, a context the model lacks);
 - whether composer_prime asked CUDA anything before the engine's processes started (on a GPU that makes a
   forked engine process die with "Cannot re-initialize CUDA in forked subprocess");
-- how the engine's processes started: a variable set in os.environ after this process began shows in a
-  child's /proc/PID/environ only when the child was spawned (exec'd), never when it was forked;
 - a request vLLM aborts: GenerationAborted, and the engine serves on.
 """
 
@@ -14,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import traceback
 from pathlib import Path
@@ -42,24 +39,6 @@ for _name in ("is_available", "device_count", "init", "current_device", "get_dev
     setattr(torch.cuda, _name, _spy(_name, getattr(torch.cuda, _name)))
 
 
-def _descendants(pid: int) -> list[int]:
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        try:
-            children = [int(c) for c in Path(f"/proc/{parent}/task/{parent}/children").read_text().split()]
-        except OSError:
-            continue
-        found += children
-        frontier += children
-    return found
-
-
-def _environ(pid: int) -> dict[str, str]:
-    items = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return dict(i.decode(errors="replace").split("=", 1) for i in items if b"=" in i)
-
-
 async def main(model_dir: str, out: Path) -> None:
     from composer_prime.configs.inference import VLLMBackendConfig
     from composer_prime.configs.shared import ModelConfig
@@ -78,11 +57,8 @@ async def main(model_dir: str, out: Path) -> None:
             seen[name] = "started"
         except UserError as exc:
             seen[name] = str(exc)
-    seen["method_in_own_environ"] = _environ(os.getpid()).get("VLLM_WORKER_MULTIPROC_METHOD")
     backend = VLLMBackend(model.model_copy(update={"device": "cpu"}), engine)
     seen["cuda_calls"] = list(CUDA_CALLS)
-    seen["children"] = [{"pid": pid, "method": _environ(pid).get("VLLM_WORKER_MULTIPROC_METHOD")}
-                        for pid in _descendants(os.getpid())]
     try:
         request_ids: list[str] = []
         generate = backend._engine.generate

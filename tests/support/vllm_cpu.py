@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import subprocess
 import sys
 import time
@@ -140,11 +139,31 @@ def smollm2_dir(python: Path, repo: Path = REPO) -> Path:
     return out
 
 
+def publish_base(model_dir: Path, output_dir: Path) -> Path:
+    """`model_dir`'s own weights as weight version 0, the directory a server loads to serve them again."""
+    from safetensors.torch import load_file
+
+    from composer_prime.weights import publish_weights
+
+    return publish_weights(output_dir, 0, load_file(str(model_dir / "model.safetensors")),
+                           (model_dir / "config.json").read_text(), model_dir)
+
+
 @dataclass
 class VllmServer:
     url: str
     child: Child
     model_dir: Path
+    base: Path | None = None
+    """`model_dir` published as version 0 (publish_base), set by whoever shares the server."""
+    base_fingerprint: list[float] | None = None
+    """fingerprint() when the server started on `model_dir`."""
+
+    def fingerprint(self) -> list[float]:
+        """The served top-5 log-probs at a few fixed positions: equal (to float noise) only for equal weights."""
+        body = {"prompt_token_ids": [1, 2, 3, 4], "completion_token_ids": [5, 6, 7], "top_k": 5}
+        answer = httpx.post(f"{self.url}/score", json=body, timeout=300).raise_for_status().json()
+        return [x for row in answer["top_logprobs"] for x in row] + answer["logprobs"]
 
     def stop(self) -> None:
         stop([self.child], grace_s=30)
@@ -202,12 +221,3 @@ def child_pids(pid: int) -> list[int]:
 def process_environ(pid: int) -> dict[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return dict(item.decode(errors="replace").split("=", 1) for item in raw if b"=" in item)
-
-
-def process_cmdline(pid: int) -> list[str]:
-    return [part.decode(errors="replace") for part in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if part]
-
-
-def env_without_gpus() -> dict[str, str]:
-    """This process's environment with no CUDA device visible (what a CPU-only child should see)."""
-    return {**os.environ, "CUDA_VISIBLE_DEVICES": ""}

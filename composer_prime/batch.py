@@ -25,7 +25,7 @@ import torch
 
 from composer_prime.utils.fs import atomic_write_bytes
 
-SCHEMA_VERSION = 2  # 2: hint sites
+SCHEMA_VERSION = 3  # 2: hint sites; 3: top_p
 
 
 class Array(msgspec.Struct, frozen=True):
@@ -92,6 +92,9 @@ class TrainBatch(msgspec.Struct):
     """This rank's share of the step's error sites (channel 2); empty when hints are off."""
     num_hint_tokens: int = 0
     """Completion tokens of all ranks' hint sites: the hint loss is divided by this global count."""
+    top_p: float = 1.0
+    """The sampler's nucleus mass: the trainer renormalises its log-probs over the same nucleus, as the sampler's
+    are, so an on-policy importance ratio is 1."""
     schema_version: int = SCHEMA_VERSION
 
 

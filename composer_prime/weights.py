@@ -12,12 +12,19 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from composer_prime.utils.fs import atomic_publish_dir, step_dirs
+
+if TYPE_CHECKING:
+    from composer_prime.configs.shared import ModelConfig
 
 STABLE = "STABLE"
 WEIGHTS_FILE = "model.safetensors"
@@ -97,3 +104,86 @@ def prune_versions(output_dir: Path, keep_last: int) -> None:
     """Delete all but the newest `keep_last` versions (in-flight readers hold the newest)."""
     for version in list_versions(output_dir)[:-keep_last]:
         shutil.rmtree(version_dir(output_dir, version), ignore_errors=True)
+
+
+def _safetensors_files(directory: Path) -> list[Path]:
+    files = sorted(Path(directory).glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{directory} holds no safetensors weights")
+    return files
+
+
+def tensor_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
+    """Name -> shape of every tensor in the directory's safetensors files, from their headers only."""
+    shapes = {}
+    for file in _safetensors_files(directory):
+        with safe_open(str(file), framework="pt") as reader:
+            shapes |= {name: tuple(reader.get_slice(name).get_shape()) for name in reader.keys()}
+    return shapes
+
+
+def iter_checkpoint_tensors(directory: Path, copies: dict[str, list[str]] | None = None,
+                            ) -> Iterator[tuple[str, torch.Tensor]]:
+    """(name, tensor) of every tensor in the directory's safetensors files (a version, or a sharded Hugging Face
+    checkpoint), read one at a time: a reader holds one tensor in memory, not the whole model. A tensor named in
+    `copies` comes again under each of its names there (WeightLayout.tied_copies)."""
+    for file in _safetensors_files(directory):
+        with safe_open(str(file), framework="pt") as reader:
+            for name in reader.keys():
+                tensor = reader.get_tensor(name)
+                yield name, tensor
+                for alias in (copies or {}).get(name, ()):
+                    yield alias, tensor
+
+
+@dataclass(frozen=True)
+class WeightLayout:
+    """What a complete weight version of one model holds: every tensor's name and shape, tied names grouped."""
+
+    shapes: dict[str, tuple[int, ...]]
+    aliases: list[list[str]]
+    """Names of one shared tensor (tied input/output embeddings): a version needs any one of them."""
+
+    @classmethod
+    def from_module(cls, module: torch.nn.Module) -> WeightLayout:
+        state = module.state_dict(keep_vars=True)  # tied names map to the same Parameter object
+        groups: dict[int, list[str]] = {}
+        for name, tensor in state.items():
+            groups.setdefault(id(tensor), []).append(name)
+        return cls(shapes={name: tuple(t.shape) for name, t in state.items()}, aliases=list(groups.values()))
+
+    @classmethod
+    def from_config(cls, model: ModelConfig) -> WeightLayout:
+        """The layout of the Hugging Face model at `model.path`, built on the meta device (no weights read)."""
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        config = AutoConfig.from_pretrained(model.path, trust_remote_code=model.trust_remote_code)
+        with torch.device("meta"):
+            module = AutoModelForCausalLM.from_config(config, trust_remote_code=model.trust_remote_code)
+        return cls.from_module(module)
+
+    def tied_copies(self, names) -> dict[str, list[str]]:
+        """For a version holding `names`: each tied tensor it holds once, mapped to its names it lacks.
+
+        A Hugging Face checkpoint saves tied embeddings once; a reload must still reach every layer that shares
+        them: vLLM on CPU repacks the output head for its kernels from the weight loaded under its own name, and
+        kept the previous version's head when only the input embedding came."""
+        copies = {}
+        for group in self.aliases:
+            held = [n for n in group if n in names]
+            if held and len(held) < len(group):
+                copies[held[0]] = [n for n in group if n not in names]
+        return copies
+
+    def check(self, shapes: dict[str, tuple[int, ...]], where: str) -> None:
+        """ValueError unless `shapes` (a version's tensors) is this model whole: loading anything less
+        would leave some layers on the old weights."""
+        unknown = sorted(shapes.keys() - self.shapes.keys())
+        if unknown:
+            raise ValueError(f"{where}: {len(unknown)} tensors the model does not have, e.g. {unknown[0]!r}")
+        for name, shape in shapes.items():
+            if tuple(shape) != self.shapes[name]:
+                raise ValueError(f"{where}: {name} has shape {tuple(shape)}, the model {self.shapes[name]}")
+        missing = [names[0] for names in self.aliases if not any(n in shapes for n in names)]
+        if missing:
+            raise ValueError(f"{where}: {len(missing)} model tensors are missing, e.g. {missing[0]!r}")

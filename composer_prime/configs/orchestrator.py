@@ -103,6 +103,12 @@ class OrchestratorConfig(BaseConfig):
         int, Field(ge=0, description="How many steps the orchestrator may run ahead of the newest weights.")
     ] = 1
     max_concurrent: Annotated[int, Field(ge=1, description="Rollout groups in flight at once.")] = 16
+    seed_rollouts: Annotated[
+        bool | None,
+        Field(description="Give each training rollout a sampling seed derived from (seed, step, slot), so a rerun "
+                          "draws the same samples. None: on, except when inference runs vLLM, which samples seeded "
+                          "rows one at a time in Python (and whose batched kernels differ between runs anyway)."),
+    ] = None
     max_turns: Annotated[
         int, Field(ge=1, description="Tool environments: most assistant turns per rollout (the whole "
                                      "conversation must also fit seq_len).")
@@ -150,6 +156,9 @@ class OrchestratorConfig(BaseConfig):
         if self.source == "workers":
             if self.workers is None:
                 raise ValueError("source = 'workers' needs an [orchestrator.workers] section")
+            if self.sampling.top_p < 1:
+                raise ValueError("source = 'workers' samples without top-p (the run tells workers the temperature "
+                                 "only): set sampling.top_p = 1")
             if self.eval.num_examples or self.hints.enabled:
                 raise ValueError("source = 'workers' has no inference server for held-out eval or hint sites: set "
                                  "eval.num_examples = 0 and hints.enabled = false (evaluate with `uv run eval`)")

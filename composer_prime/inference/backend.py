@@ -51,6 +51,10 @@ class Backend(ABC):
         """Fail what is still in flight and release the model."""
 
 
+class GenerationAborted(RuntimeError):
+    """The engine gave up on a request (vLLM's `abort`): what it returned is no sample to train on."""
+
+
 def check_prompt(token_ids: list[int], vocab_size: int, max_len: int | None) -> None:
     """Reject what would otherwise crash the shared batch: unknown token ids, over-long sequences."""
     bad = [t for t in token_ids if not 0 <= t < vocab_size]

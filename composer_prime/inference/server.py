@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import time
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
 
-from composer_prime.inference.backend import Backend
+from composer_prime.inference.backend import Backend, GenerationAborted
 from composer_prime.inference.openai_compat import openai_router
 from composer_prime.inference.protocol import (GenerateRequest, GenerateResponse, HealthResponse, ScoreRequest,
                                                ScoreResponse, UpdateWeightsRequest, UpdateWeightsResponse)
@@ -47,6 +48,11 @@ def create_app(backend: Backend, metrics: MetricsLogger | None = None) -> FastAP
     """The app serving `backend`; with `metrics`, a throughput record is appended at each weight update."""
     app = FastAPI(title="composer-prime inference")
     throughput = Throughput()
+
+    @app.exception_handler(GenerationAborted)
+    async def aborted(_request: Request, exc: GenerationAborted) -> JSONResponse:
+        # on every route that samples: the client may retry, and nothing half-generated is returned
+        return JSONResponse(status_code=503, content={"detail": str(exc)})
 
     @app.get("/health")
     async def health() -> HealthResponse:

@@ -36,7 +36,7 @@ from composer_prime.inference.backend import Backend, check_prompt, eos_token_id
 from composer_prime.inference.protocol import Completion, GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
 from composer_prime.inference.sampling import gumbel_noise, sample
 from composer_prime.model.load import load_model, load_tokenizer
-from composer_prime.weights import load_version_state_dict
+from composer_prime.weights import WeightLayout, load_version_state_dict
 
 
 @dataclass(eq=False)
@@ -179,12 +179,7 @@ class TransformersBackend(Backend):
         self._pad_id = self.tokenizer.pad_token_id
         self._vocab_size = self.model.get_input_embeddings().num_embeddings
         self._max_len = getattr(self.model.config, "max_position_embeddings", None)
-        state = self.model.state_dict()
-        self._shapes = {name: tensor.shape for name, tensor in state.items()}
-        by_storage: dict[int, list[str]] = {}
-        for name, tensor in state.items():
-            by_storage.setdefault(tensor.data_ptr(), []).append(name)
-        self._aliases = list(by_storage.values())  # tied weights: loading any one name fills them all
+        self._layout = WeightLayout.from_module(self.model)  # tied weights: loading any one name fills them all
         self._prefill_kwargs = (
             {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.model.forward).parameters else {}
         )
@@ -216,7 +211,7 @@ class TransformersBackend(Backend):
 
     async def load_weights(self, path: str, version: int) -> None:
         state_dict = await asyncio.to_thread(load_version_state_dict, path)
-        self._check_fits(state_dict, path)
+        self._layout.check({name: tuple(t.shape) for name, t in state_dict.items()}, path)
         loop = asyncio.get_running_loop()
         await self._submit(_Reload(future=loop.create_future(), loop=loop, state_dict=state_dict, version=version))
 
@@ -230,18 +225,6 @@ class TransformersBackend(Backend):
             raise RuntimeError("inference backend is closed")
         self._inbox.put(job)
         return await job.future
-
-    def _check_fits(self, state_dict: dict[str, torch.Tensor], path: str) -> None:
-        unknown = sorted(state_dict.keys() - self._shapes.keys())
-        if unknown:
-            raise ValueError(f"{path}: {len(unknown)} tensors the model does not have, e.g. {unknown[0]!r}")
-        for name, tensor in state_dict.items():
-            if tensor.shape != self._shapes[name]:
-                expected = tuple(self._shapes[name])
-                raise ValueError(f"{path}: {name} has shape {tuple(tensor.shape)}, the model {expected}")
-        missing = [names[0] for names in self._aliases if not any(n in state_dict for n in names)]
-        if missing:
-            raise ValueError(f"{path}: {len(missing)} model tensors are missing, e.g. {missing[0]!r}")
 
     # ---- the scheduler thread ----
 

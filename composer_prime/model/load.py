@@ -5,18 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from composer_prime.configs.shared import ModelConfig
 from composer_prime.errors import UserError
+from composer_prime.utils.gpus import cuda_problem
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def resolve_device(config: ModelConfig) -> torch.device:
+    """`model.device`, or cuda when torch can use a GPU, else cpu. Raises UserError where GPUs are present but
+    torch cannot use them (a driver too old for torch's CUDA, a CPU build): falling back to the CPU would train
+    silently at a fraction of the speed, in float32."""
     if config.device is not None:
         return torch.device(config.device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if (problem := cuda_problem()) is not None:
+        raise UserError(f'{problem} (or set model.device = "cpu" to run on the CPU)')
+    return torch.device("cpu")
 
 
 def resolve_dtype(config: ModelConfig, device: torch.device) -> torch.dtype:
@@ -72,6 +80,22 @@ def disable_dropout(model: torch.nn.Module) -> torch.nn.Module:
         for name, value in vars(module).items():
             if ("dropout" in name or "jitter" in name) and isinstance(value, float):
                 setattr(module, name, 0.0)
+    return model
+
+
+def empty_train_model(config: ModelConfig) -> PreTrainedModel:
+    """The model `load_train_model` gives, on the meta device: its structure without a byte of its weights
+    (a trainer rank whose shards are filled from rank 0)."""
+    _check_path(config.path)
+    try:
+        model_config = AutoConfig.from_pretrained(config.path, trust_remote_code=config.trust_remote_code)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot load model from {config.path}: {str(exc).splitlines()[0]}") from None
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(model_config, dtype=resolve_dtype(config, torch.device("meta")),
+                                                 trust_remote_code=config.trust_remote_code, attn_implementation="sdpa")
+    model = disable_dropout(model)
+    model.train()
     return model
 
 

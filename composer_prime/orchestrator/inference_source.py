@@ -9,6 +9,9 @@ Off-policy contract (N = batch / trainer step, versions as in composer_prime/wei
 - a watcher (`serve`) loads every newly published version into inference at once, even mid-step.
 
 Prompts depend only on (seed, step, slot, attempt), so a restarted orchestrator asks for the same ones.
+Sampling seeds derived from the same key make the samples themselves repeat, where the engine can: on
+vLLM they are off by default (`seed_rollouts`), since vLLM draws each seeded row with a generator of its
+own, one row at a time in Python, and its batched kernels change the numbers between runs anyway.
 Tool environments (a task that opens tool sessions, rollout/envs.py): each rollout is a multi-turn
 conversation driven token by token (rollout/multi_turn.py); only its sampled turns train.
 """
@@ -22,6 +25,7 @@ from transformers import PreTrainedTokenizerBase
 
 from composer_prime.errors import UserError
 from composer_prime.inference.client import InferenceClient
+from composer_prime.inference.protocol import HealthResponse
 from composer_prime.orchestrator.advantage import compute_advantages
 from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.orchestrator.source import CollectedStep, StepStats
@@ -31,10 +35,16 @@ from composer_prime.rollout.multi_turn import ToolGroup, env_rollout_group
 from composer_prime.rollout.single_turn import Group, prompt_index, request_seed
 
 
+def seeds_rollouts(config: OrchestratorConfig, health: HealthResponse) -> bool:
+    """Whether training rollouts carry sampling seeds: `seed_rollouts`, else all but on vLLM."""
+    return config.seed_rollouts if config.seed_rollouts is not None else health.backend != "vllm"
+
+
 class InferenceSource:
     def __init__(self, config: OrchestratorConfig, env: Environment, tokenizer: PreTrainedTokenizerBase,
-                 client: InferenceClient, weights: WeightSync):
+                 client: InferenceClient, weights: WeightSync, seeded: bool = True):
         self.config, self.env, self.tokenizer, self.client, self.weights = config, env, tokenizer, client, weights
+        self.seeded = seeded
         self.lookahead = config.async_level
         self.train = env.examples("train")
         if not self.train:
@@ -45,7 +55,7 @@ class InferenceSource:
             raise UserError("advantage.overlong penalises one completion at max_tokens; "
                             f"environment {env.id} is multi-turn: remove [orchestrator.advantage.overlong]")
 
-    async def rollout(self, example: Example, seed: int) -> Group | ToolGroup:
+    async def rollout(self, example: Example, seed: int | None) -> Group | ToolGroup:
         cfg = self.config
         return await env_rollout_group(self.client, self.env, self.tokenizer, example, cfg.sampling, n=cfg.group_size,
                                        max_turns=cfg.max_turns, seq_len=cfg.seq_len, seed=seed)
@@ -57,7 +67,8 @@ class InferenceSource:
         while True:
             example = self.train[prompt_index(cfg.seed, step, slot, attempt, self.num_slots, len(self.train))]
             async with self.slots:
-                group = await self.rollout(example, request_seed(cfg.seed, step, slot, attempt))
+                seed = request_seed(cfg.seed, step, slot, attempt) if self.seeded else None
+                group = await self.rollout(example, seed)
             if group.weight_version < oldest_allowed:
                 stats.dropped_off_policy += 1
                 await self.weights.wait_served(oldest_allowed)

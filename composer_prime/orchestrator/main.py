@@ -31,7 +31,7 @@ from composer_prime.errors import UserError
 from composer_prime.inference.client import InferenceClient
 from composer_prime.model.load import load_tokenizer
 from composer_prime.orchestrator.in_run_eval import InRunEval
-from composer_prime.orchestrator.inference_source import InferenceSource
+from composer_prime.orchestrator.inference_source import InferenceSource, seeds_rollouts
 from composer_prime.orchestrator.sink import StepSink
 from composer_prime.orchestrator.source import RolloutSource
 from composer_prime.orchestrator.step_io import log_unlogged_steps, mirror_missing, next_step
@@ -114,7 +114,7 @@ async def _from_inference(config: OrchestratorConfig, env: Environment, tokenize
             weights = WeightSync(client, config.output_dir, health.weight_version, config.weight_poll_s,
                                  config.weight_timeout_s)
             await weights.refresh()  # serve the newest published version before sampling anything
-            source = InferenceSource(config, env, tokenizer, client, weights)
+            source = InferenceSource(config, env, tokenizer, client, weights, seeds_rollouts(config, health))
             evaluation = InRunEval(config, env, tokenizer, client, weights, metrics) if config.eval.num_examples else None
             await _run(StepLoop(config, source, StepSink(config, tokenizer, metrics, client), metrics, evaluation))
     except httpx.TransportError as exc:

@@ -106,7 +106,7 @@ def _micro_batch(rows: list[dict[str, np.ndarray]]) -> MicroBatch:
 
 
 def pack_step(samples: list[Sample], *, step: int, seq_len: int, micro_batch_rows: int, world_size: int,
-              pad_token_id: int, temperature: float) -> list[TrainBatch]:
+              pad_token_id: int, temperature: float, top_p: float = 1.0) -> list[TrainBatch]:
     """One TrainBatch per rank (index = rank). Policy versions are the step's min/max over all samples."""
     for s in samples:
         if len(s.completion_ids) != len(s.completion_logprobs):
@@ -135,5 +135,5 @@ def pack_step(samples: list[Sample], *, step: int, seq_len: int, micro_batch_row
         micro = [_micro_batch(dense[i : i + micro_batch_rows]) for i in range(0, rows_per_rank, micro_batch_rows)]
         batches.append(TrainBatch(step=step, rank=rank, world_size=world_size, temperature=temperature,
                                   num_loss_tokens=num_loss_tokens, micro_batches=micro,
-                                  min_policy_version=min(versions), max_policy_version=max(versions)))
+                                  min_policy_version=min(versions), max_policy_version=max(versions), top_p=top_p))
     return batches

@@ -81,7 +81,7 @@ class StepSink:
         samples = [s for g, advantages in collected.groups for s in samples_of(g, advantages)]
         batches = pack_step(samples, step=step, seq_len=cfg.seq_len, micro_batch_rows=cfg.micro_batch_rows,
                             world_size=cfg.train_world_size, pad_token_id=self.tokenizer.pad_token_id,
-                            temperature=cfg.sampling.temperature)
+                            temperature=cfg.sampling.temperature, top_p=cfg.sampling.top_p)
         record = step_metrics(step, collected, batches[0].num_loss_tokens)
         rollouts = [rollouts_of(step, slot, g, cfg.env.id, cfg.hints) for slot, (g, _) in enumerate(collected.groups)]
         traces = [r.trace for group in rollouts for r in group]

@@ -186,7 +186,7 @@ def train(config: TrainerConfig, world: World) -> None:
                         "off_policy_lag": step - 1 - batch.min_policy_version,
                     }
                 # The record goes into the checkpoint first: a kill between the two cannot lose it.
-                if step % config.ckpt.interval == 0:
+                if step % config.ckpt.interval == 0 or step == config.max_steps:  # the last step: to export, extend
                     _checkpoint(config, step, model, optimizer, world, site, record)
                 if config.publish_weights:
                     publish(step)
@@ -212,7 +212,7 @@ def main(config: TrainerConfig) -> None:
     logging.basicConfig(level=config.log.level.upper(), format="%(asctime)s trainer %(levelname)s %(message)s")
     if config.num_threads is not None:
         torch.set_num_threads(config.num_threads)
-    world = init_world(config.model)
+    world = init_world(config.model, config.gpu_memory_fraction)
     train(config, world)
     close_world(world)  # on an error, exiting is enough: torchrun stops the other ranks
 

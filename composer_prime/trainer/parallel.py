@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, set_model_state_dict
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 
 from composer_prime.configs.shared import ModelConfig
+from composer_prime.errors import UserError
 from composer_prime.model.load import resolve_device
 
 
@@ -31,24 +32,56 @@ class World:
         return self.rank == 0
 
 
-def init_world(model_config: ModelConfig) -> World:
-    """One process, or a rank of `torchrun` (WORLD_SIZE > 1): nccl on CUDA, gloo on CPU."""
+def init_world(model_config: ModelConfig, gpu_memory_fraction: float | None = None) -> World:
+    """One process, or a rank of `torchrun` (WORLD_SIZE > 1): nccl on CUDA, gloo on CPU. Rank r takes cuda:r of
+    the GPUs it sees, capped to `gpu_memory_fraction` of it when given."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size == 1:
-        return World(rank=0, world_size=1, device=resolve_device(model_config))
     device = resolve_device(model_config)
     if device.type == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        local_rank = int(os.environ.get("LOCAL_RANK", "0")) if world_size > 1 else (device.index or 0)
+        if local_rank >= (count := torch.cuda.device_count()):
+            raise UserError(f"trainer rank {local_rank} needs cuda:{local_rank}, but this process sees {count} GPU(s) "
+                            f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}): one GPU per "
+                            "rank (rl: trainer_gpu_ids)")
+        device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
+        if gpu_memory_fraction is not None:
+            torch.cuda.set_per_process_memory_fraction(gpu_memory_fraction, device)
+    if world_size == 1:
+        return World(rank=0, world_size=1, device=device)
     on_cuda = device.type == "cuda"
     dist.init_process_group(backend="nccl" if on_cuda else "gloo", device_id=device if on_cuda else None)
     return World(rank=dist.get_rank(), world_size=world_size, device=device)
 
 
+def init_process_group(world: World) -> None:
+    """The process group FSDP2 needs: torchrun's, or on one process a group of one (mixed precision runs as
+    FSDP2 computes it, sharded over one rank)."""
+    if dist.is_initialized():
+        return
+    on_cuda = world.device.type == "cuda"
+    dist.init_process_group(backend="nccl" if on_cuda else "gloo", store=dist.HashStore(), rank=0, world_size=1,
+                            device_id=world.device if on_cuda else None)
+
+
 def close_world(world: World) -> None:
-    if world.distributed and dist.is_initialized():
-        dist.barrier()  # a rank tearing down while a peer is still in a collective aborts gloo
+    if dist.is_initialized():
+        if world.distributed:
+            dist.barrier()  # a rank tearing down while a peer is still in a collective aborts gloo
         dist.destroy_process_group()
+
+
+def fill_from_rank0(model: torch.nn.Module, whole: dict[str, torch.Tensor] | None, world: World) -> None:
+    """After sharding, every rank's shards and buffers from rank 0's `whole` state dict (collective).
+
+    Ranks other than 0 built the model on the meta device: their shards are allocated here, then
+    broadcast; buffers (rotary tables and the like, which sharding replicates) are broadcast whole."""
+    if not world.is_main:
+        model.to_empty(device=world.device)
+    options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+    set_model_state_dict(model, whole if world.is_main else {}, options=options)
+    for buffer in model.buffers():
+        dist.broadcast(buffer, src=0)
 
 
 def shard_model(model: torch.nn.Module, mp_policy: MixedPrecisionPolicy | None = None) -> None:

@@ -68,7 +68,7 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: 
     metric_sums: dict[str, torch.Tensor] = {}
     metric_counts: dict[str, int] = {}
     for mb in micro_batches:
-        logprobs = forward_logprobs(model, mb.input_ids, mb.position_ids, batch.temperature)
+        logprobs = forward_logprobs(model, mb.input_ids, mb.position_ids, batch.temperature, batch.top_p)
         micro_loss, outputs = packed_loss(
             loss, logprobs, mb.inference_logprobs, mb.advantages, mb.loss_mask, mb.position_ids
         )

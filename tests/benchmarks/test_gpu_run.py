@@ -2,6 +2,7 @@
 CUDA, and every step's command accepted by what it runs (rl's config, the benchmark's arguments)."""
 
 import importlib.util
+import json
 import os
 import shlex
 import subprocess
@@ -84,3 +85,10 @@ def without(tree, *keys):
     if isinstance(tree, dict):
         return {k: without(v, *keys) for k, v in tree.items() if k not in keys}
     return tree
+
+
+def test_the_gpu_quickstart_asks_vllm_for_no_longer_context_than_its_model_has():
+    """vLLM refuses at engine start a max_model_len beyond the model's positions (1024 for a 512-position model)."""
+    config = parse_config(RLConfig, ["@", "configs/quickstart/gpu.toml"])
+    positions = json.loads((REPO / config.model.path / "config.json").read_text())["max_position_embeddings"]
+    assert config.inference.backend.max_model_len is None or config.inference.backend.max_model_len <= positions

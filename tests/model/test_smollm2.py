@@ -12,11 +12,11 @@ import torch
 from sort_numbers.taskset import QUESTION
 
 from composer_prime.configs.shared import ModelConfig
-from composer_prime.configs.trainer import DPPOLossConfig
+from composer_prime.configs.trainer import DPPOLossConfig, TrainerConfig
 from composer_prime.loss.resolve import resolve_loss
 from composer_prime.model.chat_template import template_ids
-from composer_prime.model.load import load_train_model
 from composer_prime.orchestrator.packing import Sample, pack_step
+from composer_prime.trainer.build import build_train_model
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.step import train_step
 from staggered import sample_staggered
@@ -73,7 +73,7 @@ def test_packed_first_step_is_exactly_on_policy(sampled, smollm2_dir):
     [batch] = pack_step(samples, step=1, seq_len=160, micro_batch_rows=2, world_size=1,
                         pad_token_id=tokenizer.eos_token_id, temperature=1.0)
     assert all((m.position_ids.numpy() == 0).sum() >= 3 for m in batch.micro_batches)
-    model = load_train_model(ModelConfig(path=str(smollm2_dir), dtype="float32"), torch.device("cpu"))
+    model = build_train_model(TrainerConfig(model=ModelConfig(path=str(smollm2_dir), dtype="float32", device="cpu")), CPU)
     result = train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), batch,
                         resolve_loss(DPPOLossConfig()), 0.0, 1.0, CPU)
     # sampler and trainer run the same float32 weights over the same tokens in other batch shapes: |log r| of a

@@ -11,11 +11,12 @@ from safetensors.torch import load_file
 from composer_prime.configs.orchestrator import AdvantageConfig, OrchestratorConfig
 from composer_prime.configs.shared import ModelConfig
 from composer_prime.inference.client import InferenceClient
+from composer_prime.inference.protocol import HealthResponse
 from composer_prime.model.load import load_tokenizer
 from composer_prime.configs.orchestrator import InRunEvalConfig
 from composer_prime.configs.rollout import SamplingConfig
 from composer_prime.rollout.envs import load_environment
-from composer_prime.orchestrator.inference_source import InferenceSource
+from composer_prime.orchestrator.inference_source import InferenceSource, seeds_rollouts
 from composer_prime.orchestrator.source import StepStats
 from composer_prime.rollout.single_turn import prompt_index
 from composer_prime.orchestrator.weight_sync import WeightSync
@@ -71,3 +72,12 @@ def test_collect_group_redraws_uniform_groups_and_resamples_stale_ones(tiny_mode
     assert stats.dropped_off_policy == 1 and group.weight_version == 2 and served == 2
     assert sum(advantages) == pytest.approx(0.0, abs=1e-12) and len(advantages) == 2
     assert torch.isfinite(torch.tensor([c.logprobs for c in group.completions])).all()
+
+
+@pytest.mark.parametrize(("backend", "setting", "seeded"), [
+    ("vllm", None, False), ("transformers", None, True), ("vllm", True, True), ("transformers", False, False),
+])
+def test_training_rollouts_are_seeded_except_on_vllm(backend, setting, seeded):
+    """vLLM draws every seeded row with a generator of its own, one row at a time in Python: unseeded by default."""
+    config = OrchestratorConfig(seed_rollouts=setting)
+    assert seeds_rollouts(config, HealthResponse(weight_version=0, backend=backend, model="m")) is seeded

@@ -98,3 +98,67 @@ def test_port_in_use(out):
         port = busy.getsockname()[1]
         assert_one_line_error(run_rl("@", str(QUICKSTART), "--inference.port", str(port), "--output-dir", str(out)),
                               f"port {port}")
+
+
+def test_inference_that_cannot_start_stops_the_run_before_the_trainer_starts(out):
+    """Inference starts alone and must answer before the others start (on a shared GPU vLLM measures its memory
+    before the trainer holds any): here vLLM is not installed, and no trainer or orchestrator ever ran."""
+    result = run_rl("@", str(REPO / "configs/quickstart/gpu.toml"), "--model.dtype", "float32",
+                    "--output-dir", str(out))
+    assert_one_line_error(result, "inference exited with code 1", "vllm backend needs vLLM")
+    assert (out / "logs/inference.log").is_file()
+    assert not (out / "logs/trainer.log").exists() and not (out / "logs/orchestrator.log").exists()
+
+
+def test_missing_inference_python(tmp_path, out):
+    missing = tmp_path / "no-venv/bin/python"
+    assert_one_line_error(run_rl("@", str(QUICKSTART), "--inference-python", str(missing), "--output-dir", str(out)),
+                          "inference_python not found", str(missing))
+
+
+
+@pytest.mark.parametrize(("served", "version", "needle"), [
+    ("other-model", 0, "serves other-model, not model.path"),
+    (str(WARMSTART), 3, "serves weight version 3"),  # another run's weights: every rollout off-policy
+    (None, 0, "no inference server answers"),
+    (str(WARMSTART), 0, None),  # the run's model at its base weights: used
+])
+def test_a_running_inference_server_must_serve_the_runs_base_weights(served, version, needle):
+    """start_inference = false uses a server already up (vLLM's engine is slow to start): rl's preflight refuses
+    one that is not there, serves another model or holds weights no step of this run made."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from composer_prime.errors import UserError
+    from composer_prime.rl.config import RLConfig
+    from composer_prime.rl.main import check_running_inference
+
+    health = json.dumps({"weight_version": version, "backend": "vllm", "model": served}).encode()
+
+    class Health(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(health)
+
+        def log_message(self, *args):
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Health) as server:
+        port = server.server_address[1]
+        if served is not None:
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+        else:
+            server.server_close()  # nothing listens on the port
+        config = RLConfig(start_inference=False, model={"path": str(WARMSTART)},
+                          inference={"port": port})
+        try:
+            if needle is None:
+                check_running_inference(config)
+            else:
+                with pytest.raises(UserError, match=needle):
+                    check_running_inference(config)
+        finally:
+            if served is not None:
+                server.shutdown()

@@ -27,7 +27,7 @@ def rl_command(out: Path, port: int) -> list[str]:
     return [sys.executable, "-m", "composer_prime.rl.main", "@", str(REPO / "configs/quickstart/rl.toml"),
             "--output-dir", str(out), "--max-steps", str(MAX_STEPS), "--inference.port", str(port),
             "--orchestrator.batch-size", "16", "--orchestrator.group-size", "4",
-            "--orchestrator.eval.num-examples", "8", "--no-plot", "--no-log.progress"]
+            "--orchestrator.eval.num-examples", "8", "--trainer.ckpt.interval", "1", "--no-plot", "--no-log.progress"]
 
 
 def metrics(out: Path) -> list[dict]:

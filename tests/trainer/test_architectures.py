@@ -20,11 +20,12 @@ import pytest
 import torch
 
 from composer_prime.configs.shared import ModelConfig
-from composer_prime.configs.trainer import DPPOLossConfig
+from composer_prime.configs.trainer import DPPOLossConfig, TrainerConfig
 from composer_prime.loss.resolve import resolve_loss
-from composer_prime.model.load import load_train_model
 from composer_prime.model.tiny import TinyModelConfig, build
 from composer_prime.orchestrator.packing import Sample, pack_step
+from composer_prime.trainer.build import build_train_model
+from composer_prime.trainer.packed_attention import ATTENTION
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.step import train_step
 from staggered import sample_staggered
@@ -81,8 +82,9 @@ def test_first_step_is_exactly_on_policy(model_dir):
                         pad_token_id=pad_token_id, temperature=1.0)
     assert all((m.position_ids.numpy() == 0).sum() >= 3 for m in batch.micro_batches)
 
-    model = load_train_model(ModelConfig(path=str(model_dir), dtype="float32"), torch.device("cpu"))
-    assert model.training
+    # the model as the trainer builds it: packed rows attended sample by sample (trainer/packed_attention.py)
+    model = build_train_model(TrainerConfig(model=ModelConfig(path=str(model_dir), dtype="float32", device="cpu")), CPU)
+    assert model.training and model.config._attn_implementation == ATTENTION
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
     result = train_step(model, optimizer, batch, resolve_loss(DPPOLossConfig()), 0.0, 1.0, CPU)
 

@@ -1,17 +1,25 @@
 """The trainer's model build (trainer/build.py): activation checkpointing is exact and saves activations,
 LoRA versions are the adapted model merged (checked in float64), mixed precision keeps float32 masters."""
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from composer_prime.configs.shared import ModelConfig
+from composer_prime.model.load import load_model
 from composer_prime.trainer.build import build_train_model, inference_state_dict
 from composer_prime.configs.trainer import LoRAConfig, TrainerConfig
 from composer_prime.trainer.logprobs import forward_logprobs
+from composer_prime.trainer.packed_attention import ATTENTION
 from composer_prime.trainer.parallel import World
+from composer_prime.utils.net import free_port
 
 WORLD = World(rank=0, world_size=1, device=torch.device("cpu"))
 
@@ -117,3 +125,57 @@ def test_mixed_precision_keeps_float32_masters_and_publishes_the_model_dtype(tin
 
     pure = build_train_model(config_for(tiny_model_dir, dtype="bfloat16", mixed_precision=False), WORLD)
     assert {p.dtype for p in pure.parameters()} == {torch.bfloat16}
+
+
+def test_mixed_precision_on_one_process_runs_the_network_inference_runs(tiny_model_dir):
+    """bf16 compute over float32 masters as FSDP2 does it (parameters cast, then the bf16 forward) equals the bf16
+    model inference loads, bit for bit; autocast over float32 weights computed another network."""
+    ids, positions = packed_inputs(300)
+    mixed = build_train_model(config_for(tiny_model_dir, dtype="bfloat16"), WORLD)
+    served = load_model(ModelConfig(path=str(tiny_model_dir), dtype="bfloat16", device="cpu"))
+    served.set_attn_implementation(ATTENTION)  # the trainer's attention kernels: only the precision differs
+    with torch.no_grad():
+        assert torch.equal(forward_logprobs(mixed, ids, positions, 1.0), forward_logprobs(served, ids, positions, 1.0))
+
+
+def test_lora_keeps_the_frozen_base_in_the_model_dtype(tiny_model_dir):
+    model = build_train_model(config_for(tiny_model_dir, dtype="bfloat16", lora=LoRAConfig(rank=4, alpha=8.0)), WORLD)
+    frozen = {p.dtype for p in model.parameters() if not p.requires_grad}
+    trained = {p.dtype for p in model.parameters() if p.requires_grad}
+    assert frozen == {torch.bfloat16} and trained == {torch.float32}
+
+
+_RANKS = """
+import sys, torch
+from composer_prime.configs.shared import ModelConfig
+from composer_prime.configs.trainer import TrainerConfig
+from composer_prime.trainer.build import build_train_model, inference_state_dict
+from composer_prime.trainer.parallel import close_world, init_world
+from safetensors.torch import load_file, save_file
+with_weights, without_weights, out = sys.argv[1:]
+world = init_world(ModelConfig(path=with_weights, device="cpu"))
+path = with_weights if world.is_main else without_weights  # only rank 0 may read the weights
+model = build_train_model(TrainerConfig(model=ModelConfig(path=path, device="cpu")), world)
+state = inference_state_dict(model, TrainerConfig(model=ModelConfig(path=path, device="cpu")), world)
+if world.is_main:
+    save_file({k: v.contiguous() for k, v in state.items()}, out)
+close_world(world)
+"""
+
+
+@pytest.mark.slow
+def test_only_rank_0_reads_the_checkpoint(tiny_model_dir, tmp_path):
+    """Two gloo ranks: rank 1's model directory has no weights at all, yet it ends with the model's shards."""
+    bare = tmp_path / "no-weights"
+    shutil.copytree(tiny_model_dir, bare)
+    (bare / "model.safetensors").unlink()
+    script = tmp_path / "ranks.py"
+    script.write_text(_RANKS)
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr",
+                           "127.0.0.1", "--master-port", str(free_port()), str(script), str(tiny_model_dir), str(bare),
+                           str(tmp_path / "out.safetensors")], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    got, base = load_file(str(tmp_path / "out.safetensors")), AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    assert got.keys() == base.state_dict().keys()
+    assert all(torch.equal(got[k], v) for k, v in base.state_dict().items())

@@ -6,6 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
+from composer_prime.inference.sampling import sample
 from composer_prime.trainer.logprobs import forward_logprobs, selected_log_softmax, token_logprobs
 
 
@@ -99,3 +100,39 @@ def test_selected_log_softmax_on_cuda_bf16_matches_float64():
     reference.sum().backward()
     torch.testing.assert_close(out.double(), reference, rtol=0, atol=1e-4)
     torch.testing.assert_close(logits.grad.double(), exact.grad, rtol=2e-2, atol=1e-3)  # grad stored in bf16
+
+
+def test_top_p_renormalises_over_the_nucleus_as_the_sampler_reports_it():
+    """With top_p < 1 the sampler reports log-probs renormalised over the nucleus it drew from (vLLM's processed
+    log-probs and ours alike); the trainer scores the same distribution, so an on-policy ratio is 1, where the
+    plain log-softmax gave ratio = nucleus mass < 1 on every token. Value and gradient against float64 by hand."""
+    g = torch.Generator().manual_seed(3)
+    logits = (torch.randn(8, 13, generator=g, dtype=torch.float64) * 2).requires_grad_(True)
+    temperature, top_p = 0.8, 0.7
+    tokens, sampler_logprobs = sample(logits.detach().float(), torch.full((8,), temperature),
+                                      torch.zeros(8, dtype=torch.long), torch.full((8,), top_p),
+                                      torch.rand(8, generator=g))
+    out = selected_log_softmax(logits, tokens, temperature, top_p)
+    torch.testing.assert_close(out.detach().float(), sampler_logprobs, rtol=0, atol=1e-6)  # on policy: ratio 1
+    weights = torch.randn(8, generator=g, dtype=torch.float64)
+    (out * weights).sum().backward()
+    for i in range(8):
+        row = [x / temperature for x in logits[i].tolist()]
+        order = sorted(range(13), key=lambda j: -row[j])
+        z = sum(math.exp(x) for x in row)
+        kept, mass = set(), 0.0
+        for j in order:  # the smallest prefix, in decreasing probability, whose mass reaches top_p
+            if mass >= top_p:
+                break
+            kept.add(j)
+            mass += math.exp(row[j]) / z
+        zk = sum(math.exp(row[j]) for j in kept)
+        assert out[i].item() == pytest.approx(row[tokens[i]] - math.log(zk), rel=1e-12)
+        for j in range(13):
+            p = math.exp(row[j]) / zk if j in kept else 0.0
+            expected = weights[i].item() * ((1.0 if j == tokens[i] else 0.0) - p) / temperature
+            assert logits.grad[i, j].item() == pytest.approx(expected, rel=1e-10, abs=1e-14)
+    plain = selected_log_softmax(logits.detach(), tokens, temperature)
+    assert (plain < out.detach() - 1e-3).all()  # what the trainer used to compute: a ratio below 1 on every token
+    leaf = logits.detach().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda x: selected_log_softmax(x, tokens, 1.1, 0.6), (leaf,))

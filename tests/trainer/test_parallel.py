@@ -21,7 +21,7 @@ STEPS = (1, 2, 3)
 # Rank 0 gets 6 samples (3 micro-batches), rank 1 gets 2 (1 micro-batch): the ranks must still
 # agree on the number of forward/backward passes.
 SPLIT = [[0, 1, 2, 3, 4, 5], [6, 7]]
-SETTINGS = {"max_steps": 3, "keep_weight_versions": 5, "ckpt.keep_last": 5, "optim.max_norm": 100.0}
+SETTINGS = {"max_steps": 3, "keep_weight_versions": 5, "ckpt.keep_last": 5, "ckpt.interval": 1, "optim.max_norm": 100.0}
 
 
 def samples_of(helpers, step):

@@ -35,7 +35,8 @@ from composer_prime.verify.step_seal import seal_step
 from composer_prime.weights import list_versions
 from composer_prime.coordinator.protocol import JoinRequest, worker_id
 
-pytestmark = pytest.mark.slow
+# About 6 min on 2 quiet cores: the suite-wide 600 s would kill it on a slower CI host.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 STEPS = 12
 FORGED = 3  # the step forged ahead of the orchestrator: early, so the site meets it before the real one
 TOPLOC = importlib.util.find_spec("toploc") is not None  # the optional extra (CI installs it)

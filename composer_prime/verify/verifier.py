@@ -29,6 +29,8 @@ assignment left unanswered is counted in full once it expires: verify/inbox.py):
                                                                 [logprob-mismatch]
      and, with `prove_sampling`, every token is the one the assignment's noise draws from the trusted logits,
      within `sampling_tolerance` (verify/sampled.py)             [not-sampled]
+     A checked sample that passes goes on with the trusted log-probs, not its own: they are the importance
+     ratio's denominator in training, and the tolerance would otherwise let the worker choose them.
  12. with `toploc`: proofs present, and for `toploc.check_fraction` of samples matching the trusted weights'
      hidden states (verify/toploc.py)                           [toploc-missing / toploc-mismatch]
 With a check fraction below 1, one failed check rejects the whole batch (the others `batch-failed`): a worker
@@ -181,14 +183,20 @@ class RolloutVerifier:
             self._record(decision, counted=False)
             return decision
         rng = random.Random(hashlib.sha256(f"{self.config.secret}/{batch.worker_id}/{batch.batch_id}".encode()).digest())
-        self._check_samples(batch, assignment, reasons, rng)
+        trusted = self._check_samples(batch, assignment, reasons, rng)
         if self.config.fraction_checked < 1 and any(r is not None for r in reasons):
             reasons = [r or "batch-failed" for r in reasons]
         for index, (sample, reason) in enumerate(zip(batch.samples, reasons, strict=True)):
-            if reason is None:
-                decision.accepted.append(sample)
-            else:
+            if reason is not None:
                 decision.rejected.append((index, reason))
+            elif index in trusted:
+                decision.accepted.append(msgspec.structs.replace(sample, logprobs=trusted[index]))
+            else:
+                # Unchecked (check fraction < 1): the worker's own log-probs, bounded all the same. It cannot tell
+                # which samples are checked, and one checked sample outside the tolerance drops the whole batch
+                # and counts it, so k samples forged beyond the tolerance reach training with probability
+                # (1 - check_fraction)^k at most, each time at the cost of a batch counted towards a ban.
+                decision.accepted.append(sample)
         self._record(decision)
         return decision
 
@@ -221,9 +229,9 @@ class RolloutVerifier:
         return reasons
 
     def _check_samples(self, batch: RolloutBatch, assignment: Assignment, reasons: list[str | None],
-                       rng: random.Random) -> None:
+                       rng: random.Random) -> dict[int, list[float]]:
         """Sets `reasons` (from _shape_reasons) of the chosen samples that fail: their log-probs and sampling
-        gaps in one batched scoring call, then their proofs."""
+        gaps in one batched scoring call, then their proofs. Returns the trusted log-probs of each scored sample."""
         toploc, config = self.config.toploc, self.config
         score, prove = [], []
         for index, reason in enumerate(reasons):
@@ -234,11 +242,13 @@ class RolloutVerifier:
                 score.append(index)
             if toploc is not None and rng.random() < toploc.check_fraction:
                 prove.append(index)
+        trusted: dict[int, list[float]] = {}
         if score:
             items = [ScoreItem(batch.samples[i].prompt_ids, batch.samples[i].completion_ids,
                                (assignment.key, i) if config.prove_sampling else None) for i in score]
-            trusted = self.scorer.score_many(batch.weight_version, items, self.run.temperature, self.run.top_p)
-            for index, scored in zip(score, trusted, strict=True):
+            scores = self.scorer.score_many(batch.weight_version, items, self.run.temperature, self.run.top_p)
+            for index, scored in zip(score, scores, strict=True):
+                trusted[index] = scored.logprobs
                 diffs = [abs(a - b) for a, b in zip(batch.samples[index].logprobs, scored.logprobs, strict=True)]
                 if not (sum(diffs) / len(diffs) <= config.logprob_mean_tolerance
                         and max(diffs) <= config.logprob_max_tolerance):
@@ -253,6 +263,7 @@ class RolloutVerifier:
             if (why := proof_mismatch(hidden, len(sample.prompt_ids), sample.proofs, toploc)) is not None:
                 logger.info("TOPLOC proof of a sample failed: %s", why)
                 reasons[index] = "toploc-mismatch"
+        return trusted
 
     def _malformed(self, sample: RolloutSample, example_id: int) -> str | None:
         if sample.example_id != example_id or sample.prompt_ids != self.run.prompt_of(example_id):

@@ -218,3 +218,25 @@ def test_checking_a_fraction_needs_a_secret_drops_the_whole_batch_and_scales_the
         assert decision.ok or not decision.accepted  # a batch with a failed check is dropped whole
     assert registry.workers[wid].banned and reached < sent
 
+
+def test_logprobs_forged_within_the_tolerance_never_go_on_to_training(run, tmp_path):
+    """Red team, issue 30: the tolerance (mean 0.05, max 1.0 per token) let a worker move one token's log-prob by
+    up to min(1.0, 0.05 n) nats on every sample (0.8 on 16 tokens: an importance ratio x2.2), and the submitted
+    log-probs were what training used as the sampler's. A checked sample now goes on with the trusted ones."""
+    registry, workers = run.registry(tmp_path / "workers.json", "forger")
+    wid, key = workers["forger"]
+    verifier = run.verifier(registry)
+    assignment, signed = run.assign(registry, wid)
+    samples = run.honest(assignment)
+    forged = []
+    for s in samples:
+        lps = list(s.logprobs)
+        i = min(range(len(lps)), key=lambda j: lps[j])  # lower (never above 0) the least likely token's log-prob
+        lps[i] -= min(0.95, 0.045 * len(lps))  # inside mean 0.05 / max 1.0, less the honest noise
+        forged.append(msgspec.structs.replace(s, logprobs=lps))
+    decision = verifier.verify(signed_bytes(run.batch(wid, assignment, signed, forged), key), 1)
+    assert len(decision.accepted) == len(forged)  # within the tolerance, as honest float noise is
+    for sent, kept in zip(forged, decision.accepted, strict=True):
+        trusted = run.scorer.logprobs(1, sent.prompt_ids, sent.completion_ids, 1.0)
+        assert kept.completion_ids == sent.completion_ids and kept.logprobs == pytest.approx(trusted, abs=1e-5)
+        assert max(abs(a - b) for a, b in zip(kept.logprobs, sent.logprobs)) > 0.04  # the forgery is gone

@@ -2,7 +2,7 @@
 
 POST /join       join token + name + public key + nonce -> what the worker needs to take part (signed, run key)
 POST /heartbeat  signed liveness; answers the current weight version and whether the worker is banned (signed)
-POST /assign     signed request for the next batch to sample: examples and noise key (coordinator/assign.py)
+POST /assign     signed request for the next batch to sample: examples, noise key, the announced version (assign.py)
 GET  /workers    registry summary (per-worker accept/reject counts, bans, last heartbeat)
 POST /grant      signed request for one batch upload under the worker's prefix (coordinator/grants.py)
 
@@ -111,11 +111,14 @@ def create_coordinator_app(registry: WorkerRegistry, join_token: str | Path, run
                              request.time)
         if entry.banned:
             raise HTTPException(403, "worker is banned")
+        version = current_version()
+        if version < 0:  # no broadcast server lists a version now: nothing a batch could be sampled with
+            raise HTTPException(503, "no weight version is announced yet; ask again shortly")
         if registry.sampling(request.worker_id, time.time()) >= limits.max_open:
             raise HTTPException(429, f"a worker samples at most {limits.max_open} assignments at once")
         if not assigned.take(request.worker_id, time.monotonic()):
             raise HTTPException(429, f"more than {limits.per_hour} assignments in an hour")
-        return Response(assigner.issue(registry, request.worker_id), media_type="application/msgpack")
+        return Response(assigner.issue(registry, request.worker_id, version), media_type="application/msgpack")
 
     @app.get("/workers")
     async def workers() -> dict:

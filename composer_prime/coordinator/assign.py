@@ -2,15 +2,18 @@
 
 `POST /assign` (signed with the worker's key) answers a SignedAssignment (verify/rollout_batch.py), signed
 with the run's key: `prompts_per_batch` examples of the run's train split, drawn here at random, the
-samples per example, the run's sampling settings, and a fresh 64-bit noise key. The worker draws sample j
-of the batch with Gumbel noise (key, j) (inference/sampling.py), so the verifier can re-derive every token
-from the trusted weights (verify/sampled.py), and uploads it under the assignment's id, which is the only
-batch id it is granted an upload for (coordinator/grants.py).
+samples per example, the run's sampling settings, a fresh 64-bit noise key, and the weight version announced
+now. The worker draws sample j of the batch with Gumbel noise (key, j) (inference/sampling.py), so the verifier
+can re-derive every token from the trusted weights (verify/sampled.py), with that version or a newer one (it
+fetches it first), and uploads it under the assignment's id, which is the only batch id it is granted an
+upload for (coordinator/grants.py).
 
 A worker samples at most `max_open` unexpired assignments at once (one it has been granted an upload for
 no longer counts, so a worker never waits on the verifier). One it never answers counts its samples as
 failures once it has expired (verify/inbox.py: `abandoned`): a worker that draws many assignments and
-uploads only the batches it likes is banned like one that fabricates them.
+uploads only the batches it likes is banned like one that fabricates them. Answering the ones it dislikes with a
+batch claiming an older version than announced is counted the same way (verify/verifier.py: `wrong-version`):
+only a batch that went stale after it was assigned is dropped uncounted.
 """
 
 from __future__ import annotations
@@ -41,12 +44,15 @@ class Assigner:
             return self._random.sample(range(self.num_examples), self.prompts_per_batch)
         return [self._random.randrange(self.num_examples) for _ in range(self.prompts_per_batch)]
 
-    def issue(self, registry: WorkerRegistry, worker_id: str) -> bytes:
-        """A signed assignment for `worker_id`, recorded as open in `registry`."""
+    def issue(self, registry: WorkerRegistry, worker_id: str, version: int) -> bytes:
+        """A signed assignment for `worker_id`, recorded as open in `registry`; `version`: the weight version
+        announced now, the oldest its batch may be sampled with."""
+        if version < 0:
+            raise ValueError(f"an assignment needs an announced weight version, got {version}")
         now = time.time()
         assignment = Assignment(
             assignment_id=secrets.token_hex(16), worker_id=worker_id, example_ids=self.examples(),
             samples_per_prompt=self.samples_per_prompt, key=secrets.randbits(64), temperature=self.temperature,
-            top_p=self.top_p, max_tokens=self.max_tokens, expires_at=now + self.config.ttl_s)
+            top_p=self.top_p, max_tokens=self.max_tokens, weight_version=version, expires_at=now + self.config.ttl_s)
         registry.add_assignment(worker_id, assignment.assignment_id, assignment.expires_at, assignment.num_samples)
         return sign_assignment(assignment, self.run_key)

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from composer_prime import keys
 
 ROLLOUT_SCHEMA = 2  # 2: answers a signed assignment
-ASSIGNMENT_SCHEMA = 1
+ASSIGNMENT_SCHEMA = 2  # 2: records the weight version announced when it was issued
 
 
 class RolloutSample(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -62,6 +62,9 @@ class Assignment(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     temperature: float
     top_p: float
     max_tokens: int
+    weight_version: int
+    """The version the run announced when it issued this: the oldest a batch answering it may be sampled with
+    (verify/verifier.py: `wrong-version`)."""
     expires_at: float
     """UNIX time after which no upload grant is given for it."""
     schema_version: int = ASSIGNMENT_SCHEMA

@@ -14,17 +14,23 @@ assignment left unanswered is counted in full once it expires: verify/inbox.py):
   7. that assignment was not answered before: the same bytes again are a retried upload [duplicate, dropped,
      not counted]; anything else is a replay                   [duplicate, counted]
   8. its weight version is not newer than the run's             [future, counted]
-     and at most `max_staleness` behind                         [stale: dropped, not counted: relays and the
-                                                                 store, not the worker, may have delayed it]
+     and not older than the one announced when its assignment was issued (which the assignment records):
+     the version is the worker's own choice, not a delay        [wrong-version, counted]
   9. the run's temperature, exactly the assigned number of samples       [wrong-temperature / wrong-count, counted]
  10. per sample: the assigned example with the run's own prompt of it, 1..max_tokens tokens ending in a stop
      token (or at max_tokens) with none before, token ids in the vocabulary, finite log-probs <= 0
                                                                 [wrong-example / malformed-sample]
+     A batch that passes 1-10 but is more than `max_staleness` versions behind went stale after it was
+     assigned (the trainer moved on; relays and the store, not the worker, may have delayed it):
+                                                                [stale: dropped, not counted]
+     one that fails 9 or 10 counts in full whether stale or not.
  11. for a `check_fraction` of samples (chosen unpredictably, keyed by `secret`): the submitted log-probs agree
      with the trusted recomputation (mean |diff| <= logprob_mean_tolerance, max <= logprob_max_tolerance)
                                                                 [logprob-mismatch]
      and, with `prove_sampling`, every token is the one the assignment's noise draws from the trusted logits,
      within `sampling_tolerance` (verify/sampled.py)             [not-sampled]
+     A checked sample that passes goes on with the trusted log-probs, not its own: they are the importance
+     ratio's denominator in training, and the tolerance would otherwise let the worker choose them.
  12. with `toploc`: proofs present, and for `toploc.check_fraction` of samples matching the trusted weights'
      hidden states (verify/toploc.py)                           [toploc-missing / toploc-mismatch]
 With a check fraction below 1, one failed check rejects the whole batch (the others `batch-failed`): a worker
@@ -156,25 +162,41 @@ class RolloutVerifier:
         self.registry.close_assignment(batch.worker_id, assignment.assignment_id)
         if batch.weight_version > current_version:
             return self._refuse(decision, "future", assignment.num_samples)
-        if current_version - batch.weight_version > self.config.max_staleness:
-            decision.batch_reason = "stale"
-            self._record(decision, counted=False)
-            return decision
+        if not 0 <= assignment.weight_version <= batch.weight_version:
+            # Older weights than the assignment named are the worker's choice, never a delay in transit: were they
+            # dropped uncounted as stale, a worker could answer every assignment it dislikes with an empty batch
+            # claiming an old version, and report only the groups it likes.
+            return self._refuse(decision, "wrong-version", assignment.num_samples)
         if batch.temperature != self.run.temperature or (assignment.temperature, assignment.top_p, assignment.max_tokens,
                                                          assignment.samples_per_prompt) != (
                 self.run.temperature, self.run.top_p, self.run.max_tokens, self.run.samples_per_prompt):
             return self._refuse(decision, "wrong-temperature", assignment.num_samples)
         if len(batch.samples) != assignment.num_samples:
             return self._refuse(decision, "wrong-count", assignment.num_samples)
+        reasons = self._shape_reasons(batch, assignment)
+        if current_version - batch.weight_version > self.config.max_staleness:
+            # Sampled with what was announced, and the trainer has moved on since: not the worker's doing, and
+            # the version may no longer be loadable to score. Only a batch whose shape holds is let off.
+            if (reason := next((r for r in reasons if r is not None), None)) is not None:
+                return self._refuse(decision, reason, assignment.num_samples)
+            decision.batch_reason = "stale"
+            self._record(decision, counted=False)
+            return decision
         rng = random.Random(hashlib.sha256(f"{self.config.secret}/{batch.worker_id}/{batch.batch_id}".encode()).digest())
-        reasons = self._check_samples(batch, assignment, rng)
+        trusted = self._check_samples(batch, assignment, reasons, rng)
         if self.config.fraction_checked < 1 and any(r is not None for r in reasons):
             reasons = [r or "batch-failed" for r in reasons]
         for index, (sample, reason) in enumerate(zip(batch.samples, reasons, strict=True)):
-            if reason is None:
-                decision.accepted.append(sample)
-            else:
+            if reason is not None:
                 decision.rejected.append((index, reason))
+            elif index in trusted:
+                decision.accepted.append(msgspec.structs.replace(sample, logprobs=trusted[index]))
+            else:
+                # Unchecked (check fraction < 1): the worker's own log-probs, bounded all the same. It cannot tell
+                # which samples are checked, and one checked sample outside the tolerance drops the whole batch
+                # and counts it, so k samples forged beyond the tolerance reach training with probability
+                # (1 - check_fraction)^k at most, each time at the cost of a batch counted towards a ban.
+                decision.accepted.append(sample)
         self._record(decision)
         return decision
 
@@ -196,17 +218,23 @@ class RolloutVerifier:
         """What a batch holds when its own count cannot be trusted: the run's smallest assigned batch."""
         return self.run.samples_per_prompt
 
-    def _check_samples(self, batch: RolloutBatch, assignment: Assignment, rng: random.Random) -> list[str | None]:
-        """Per sample: None (accepted) or the reason. Cheap checks first, then the chosen samples' log-probs and
-        sampling gaps in one batched scoring call, then their proofs."""
-        toploc, config = self.config.toploc, self.config
+    def _shape_reasons(self, batch: RolloutBatch, assignment: Assignment) -> list[str | None]:
+        """Per sample, the checks that need no weights: None (passed) or the reason."""
         reasons: list[str | None] = []
-        score, prove = [], []
         for index, sample in enumerate(batch.samples):
             reason = self._malformed(sample, assignment.example_ids[index // assignment.samples_per_prompt])
-            if reason is None and toploc is not None and not sample.proofs:
+            if reason is None and self.config.toploc is not None and not sample.proofs:
                 reason = "toploc-missing"
             reasons.append(reason)
+        return reasons
+
+    def _check_samples(self, batch: RolloutBatch, assignment: Assignment, reasons: list[str | None],
+                       rng: random.Random) -> dict[int, list[float]]:
+        """Sets `reasons` (from _shape_reasons) of the chosen samples that fail: their log-probs and sampling
+        gaps in one batched scoring call, then their proofs. Returns the trusted log-probs of each scored sample."""
+        toploc, config = self.config.toploc, self.config
+        score, prove = [], []
+        for index, reason in enumerate(reasons):
             if reason is not None:
                 continue
             # Both draws happen for every well-formed sample, so which samples get which check stays unpredictable.
@@ -214,11 +242,13 @@ class RolloutVerifier:
                 score.append(index)
             if toploc is not None and rng.random() < toploc.check_fraction:
                 prove.append(index)
+        trusted: dict[int, list[float]] = {}
         if score:
             items = [ScoreItem(batch.samples[i].prompt_ids, batch.samples[i].completion_ids,
                                (assignment.key, i) if config.prove_sampling else None) for i in score]
-            trusted = self.scorer.score_many(batch.weight_version, items, self.run.temperature, self.run.top_p)
-            for index, scored in zip(score, trusted, strict=True):
+            scores = self.scorer.score_many(batch.weight_version, items, self.run.temperature, self.run.top_p)
+            for index, scored in zip(score, scores, strict=True):
+                trusted[index] = scored.logprobs
                 diffs = [abs(a - b) for a, b in zip(batch.samples[index].logprobs, scored.logprobs, strict=True)]
                 if not (sum(diffs) / len(diffs) <= config.logprob_mean_tolerance
                         and max(diffs) <= config.logprob_max_tolerance):
@@ -233,7 +263,7 @@ class RolloutVerifier:
             if (why := proof_mismatch(hidden, len(sample.prompt_ids), sample.proofs, toploc)) is not None:
                 logger.info("TOPLOC proof of a sample failed: %s", why)
                 reasons[index] = "toploc-mismatch"
-        return reasons
+        return trusted
 
     def _malformed(self, sample: RolloutSample, example_id: int) -> str | None:
         if sample.example_id != example_id or sample.prompt_ids != self.run.prompt_of(example_id):

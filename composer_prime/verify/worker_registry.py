@@ -25,7 +25,7 @@ class WorkerStats:
     samples_accepted: int = 0
     samples_rejected: int = 0
     batches_dropped: int = 0
-    """Batches set aside without counting against the worker: stale ones, and the same batch uploaded again."""
+    """Batches set aside without counting against the worker: stale ones (gone stale after they were assigned), and the same batch uploaded again."""
     reasons: Counter = field(default_factory=Counter)
     """Why batches or samples were rejected (reason -> count)."""
 

@@ -8,7 +8,8 @@
       Gumbel-max with noise (key, j) so the run can check the tokens were sampled (verify/sampled.py),
       attach TOPLOC proofs when the run asks for them, sign the batch, journal it, upload it to
       `rollouts/<worker_id>/<assignment_id>.msgpack` through a grant from the run (coordinator/grants.py:
-      no store credential here); pick up newer weight versions that heartbeats announce.
+      no store credential here); pick up newer weight versions that heartbeats announce, and before
+      sampling an assignment, the version it names (the oldest the run accepts for it).
 
 Disconnects: every request to the coordinator, the servers and the store is retried with
 exponential back-off; a restart uploads the journal's pending batches first, then samples the
@@ -230,6 +231,8 @@ class Worker:
                         paths[report.version] = report.path
                     except BroadcastError as exc:
                         logger.warning("could not get version %d yet: %s", self.announced, exc)
+                        await asyncio.sleep(self.config.retry_s)
+                        continue  # an assignment issued now names it: sampled with older weights, it would count
                 limit = self.config.max_batches_per_version
                 if limit is not None and per_version.get(self.version, 0) >= limit:
                     await asyncio.sleep(self.config.heartbeat_s)  # heartbeats announce the next version
@@ -245,6 +248,12 @@ class Worker:
                         continue
                 else:
                     assignment, signed = await self.assignment()
+                if assignment.weight_version > self.version:
+                    # Sampled with older weights than the assignment names, the batch counts as this worker's
+                    # failure (verify/verifier.py: `wrong-version`): fetch them first, then answer it.
+                    self.announced = max(self.announced, assignment.weight_version)
+                    held.insert(0, signed)
+                    continue
                 samples, version = await self.sample(backend, env, tokenizer, info, assignment, prover)
                 batch = RolloutBatch(worker_id=self.worker_id, batch_id=assignment.assignment_id, assignment=signed,
                                      weight_version=version, temperature=assignment.temperature, samples=samples)

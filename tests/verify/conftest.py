@@ -56,8 +56,9 @@ class VerifyRun:
         return RolloutVerifier(registry, self.scorer, VerifyConfig(**{"ban_min_samples": 1000, **config}),
                                self.scorer.model(0).config.vocab_size, self.spec)
 
-    def assign(self, registry: WorkerRegistry, wid: str) -> tuple[Assignment, bytes]:
-        signed = self.assigner.issue(registry, wid)
+    def assign(self, registry: WorkerRegistry, wid: str, version: int = 0) -> tuple[Assignment, bytes]:
+        """An assignment issued while `version` is the announced one."""
+        signed = self.assigner.issue(registry, wid, version)
         return msgspec.msgpack.decode(msgspec.msgpack.decode(signed, type=SignedAssignment).payload,
                                       type=Assignment), signed
 

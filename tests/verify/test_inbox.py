@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 
+from composer_prime.configs.verify import VerifyConfig
 from composer_prime.coordinator.protocol import rollout_key
 from composer_prime.store import Store
 from composer_prime.verify.inbox import RolloutInbox
@@ -103,3 +104,37 @@ def test_an_assignment_left_unanswered_past_its_time_counts_as_failures(run, tmp
     assert sorted((d.batch_id, d.batch_reason) for d in decisions) == sorted(
         [(kept.assignment_id, None), (dropped.assignment_id, "abandoned")])
     assert registry.summary()[wid]["samples_rejected"] == 8 and not registry.workers[wid].assignments
+
+
+def test_dropping_disliked_assignments_by_claiming_an_old_version_is_counted(run, tmp_path):
+    """Red team, issue 30: a batch claiming a weight version older than its assignment was issued at (here -5,
+    with nothing sampled) was dropped as `stale`, not counted and never abandoned: a worker could answer every
+    assignment it disliked that way and report only the groups it picked (best-of-N). It counts in full now."""
+    store = Store(str(tmp_path / "store"))
+    registry, workers = run.registry(tmp_path / "workers.json", "shopper")
+    wid, key = workers["shopper"]
+    inbox = RolloutInbox(store, run.verifier(registry), grace_s=0)  # no ban yet: count every drop
+
+    def draw(liked: bool) -> None:
+        assignment, signed = run.assign(registry, wid, version=1)
+        batch = (run.batch(wid, assignment, signed, run.honest(assignment)) if liked
+                 else run.batch(wid, assignment, signed, [], version=-5))  # nothing sampled, "from version -5"
+        store.write_bytes(rollout_key(wid, assignment.assignment_id), signed_bytes(batch, key))
+
+    draw(liked=True)  # the one batch it likes: honest, accepted
+    dropped = 11
+    for _ in range(dropped):
+        draw(liked=False)
+    decisions = inbox.poll(lambda: 1)
+    for entry in registry.workers[wid].assignments.values():  # whatever is still open has long expired
+        entry[0] = time.time() - 3600
+    decisions += inbox.poll(lambda: 1)
+    assert sum(len(d.accepted) for d in decisions) == 8
+    summary = registry.summary()[wid]
+    assert summary["samples_rejected"] == 8 * dropped and summary["reasons"] == {"wrong-version": dropped}, summary
+    assert summary["batches_dropped"] == 0 and summary["failure_rate"] > VerifyConfig().ban_failure_rate
+    # Under the run's default ban rule (16 samples, 20 %), the next such drop bans it.
+    inbox.verifier = run.verifier(registry, ban_min_samples=VerifyConfig().ban_min_samples)
+    draw(liked=False)
+    inbox.poll(lambda: 1)
+    assert registry.workers[wid].banned

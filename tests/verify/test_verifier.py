@@ -59,10 +59,10 @@ def test_each_attack_on_the_numbers_or_the_shape_of_a_batch_is_refused(run, tmp_
     (hid, hkey), (wid, key) = workers["honest"], workers["evil"]
     verifier = run.verifier(registry)
 
-    def attempt(samples_of, **batch):
-        assignment, signed = run.assign(registry, wid)
+    def attempt(samples_of, issued=0, current=1, **batch):
+        assignment, signed = run.assign(registry, wid, issued)
         samples = samples_of(run.honest(assignment))
-        return verifier.verify(signed_bytes(run.batch(wid, assignment, signed, samples, **batch), key), 1)
+        return verifier.verify(signed_bytes(run.batch(wid, assignment, signed, samples, **batch), key), current)
 
     def reasons(decision) -> set[str]:
         return {decision.batch_reason} if decision.batch_reason else {r for _, r in decision.rejected}
@@ -90,11 +90,18 @@ def test_each_attack_on_the_numbers_or_the_shape_of_a_batch_is_refused(run, tmp_
     # Another temperature than the run's: subnormal (NaN trusted log-probs) and huge (any token, -log V).
     for temperature in (1e-310, 1e30, 1.0 + 1e-9):
         assert attempt(lambda s: s, temperature=temperature).batch_reason == "wrong-temperature"
-    # Weights from the future are counted; a stale batch is dropped but not counted (relays may delay a worker).
+    # Weights from the future are counted; so are weights older than the assignment named (the worker's choice).
     assert attempt(lambda s: s, version=9).batch_reason == "future"
+    assert attempt(lambda s: s, version=-5).batch_reason == "wrong-version"
+    assert attempt(lambda s: s, issued=1, version=0).batch_reason == "wrong-version"
+    # A batch that went stale after it was assigned is dropped, not counted (relays may delay a worker) ...
     before = dict(registry.summary()[wid]["reasons"])
-    assert attempt(lambda s: s, version=-5).batch_reason == "stale"
+    assert attempt(lambda s: s, version=0, current=5).batch_reason == "stale"
     assert registry.summary()[wid]["reasons"] == before and registry.summary()[wid]["batches_dropped"] == 1
+    # ... unless its shape is wrong: then it counts in full, stale or not.
+    assert attempt(lambda s: [], version=0, current=5).batch_reason == "wrong-count"
+    assert attempt(lambda s: [msgspec.structs.replace(x, example_id=x.example_id + 1) for x in s], version=0,
+                   current=5).batch_reason == "wrong-example"
     # Forged signature: a batch in the honest worker's name signed with the attacker's key is never counted against it.
     assignment, signed = run.assign(registry, hid)
     forged = verifier.verify(signed_bytes(run.batch(hid, assignment, signed, run.honest(assignment)), key), 1)
@@ -111,7 +118,7 @@ def test_each_attack_on_the_numbers_or_the_shape_of_a_batch_is_refused(run, tmp_
     stats = registry.summary()[wid]
     assert stats["samples_accepted"] == 0
     assert stats["reasons"].keys() == {"logprob-mismatch", "malformed-sample", "wrong-example", "wrong-count",
-                                       "wrong-temperature", "future"}
+                                       "wrong-temperature", "future", "wrong-version"}
     # Every refused batch counts its assigned 8 samples, an empty one too.
     assert stats["samples_rejected"] == 8 * (stats["batches_rejected"])
 
@@ -210,3 +217,26 @@ def test_checking_a_fraction_needs_a_secret_drops_the_whole_batch_and_scales_the
         reached += sum(1 for s in decision.accepted if s.logprobs[0] == -0.01)
         assert decision.ok or not decision.accepted  # a batch with a failed check is dropped whole
     assert registry.workers[wid].banned and reached < sent
+
+
+def test_logprobs_forged_within_the_tolerance_never_go_on_to_training(run, tmp_path):
+    """Red team, issue 30: the tolerance (mean 0.05, max 1.0 per token) let a worker move one token's log-prob by
+    up to min(1.0, 0.05 n) nats on every sample (0.8 on 16 tokens: an importance ratio x2.2), and the submitted
+    log-probs were what training used as the sampler's. A checked sample now goes on with the trusted ones."""
+    registry, workers = run.registry(tmp_path / "workers.json", "forger")
+    wid, key = workers["forger"]
+    verifier = run.verifier(registry)
+    assignment, signed = run.assign(registry, wid)
+    samples = run.honest(assignment)
+    forged = []
+    for s in samples:
+        lps = list(s.logprobs)
+        i = min(range(len(lps)), key=lambda j: lps[j])  # lower (never above 0) the least likely token's log-prob
+        lps[i] -= min(0.95, 0.045 * len(lps))  # inside mean 0.05 / max 1.0, less the honest noise
+        forged.append(msgspec.structs.replace(s, logprobs=lps))
+    decision = verifier.verify(signed_bytes(run.batch(wid, assignment, signed, forged), key), 1)
+    assert len(decision.accepted) == len(forged)  # within the tolerance, as honest float noise is
+    for sent, kept in zip(forged, decision.accepted, strict=True):
+        trusted = run.scorer.logprobs(1, sent.prompt_ids, sent.completion_ids, 1.0)
+        assert kept.completion_ids == sent.completion_ids and kept.logprobs == pytest.approx(trusted, abs=1e-5)
+        assert max(abs(a - b) for a, b in zip(kept.logprobs, sent.logprobs)) > 0.04  # the forgery is gone

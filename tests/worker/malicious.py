@@ -6,7 +6,8 @@ worker, then uploads signed batches that must all be rejected, cycling through t
   fabricated-logprobs  keyed samples whose log-probs claim near-certainty (-0.01 per token)
   wrong-model-proofs   (runs that ask for TOPLOC proofs) keyed samples and log-probs, proofs computed
                        with other weights (the model with 30 % weight noise)
-  stale-version        keyed samples claiming a weight version far behind the current one (dropped, not counted)
+  stale-version        keyed samples claiming a weight version older than the one its assignment names (a free
+                       drop of an assignment it dislikes, were it taken as stale: counted as wrong-version)
   altered-tokens       real log-probs, completion tokens replaced by random ones
   forged-signature     a batch claiming an honest worker's id, signed with this worker's key
 
@@ -84,7 +85,7 @@ def assignment(http: httpx.Client, wid: str, key) -> tuple[Assignment, bytes] | 
                                               "signature": key.sign(assign_message(wid, now)).hex()})
         if response.status_code == 403:
             return None
-        if response.status_code != 429:
+        if response.status_code not in (429, 503):  # 503: no version announced yet
             response.raise_for_status()
             signed = msgspec.msgpack.decode(response.content, type=SignedAssignment)
             return msgspec.msgpack.decode(signed.payload, type=Assignment), response.content
@@ -142,6 +143,7 @@ def main() -> None:
             (state / "sent.json").write_text(json.dumps(sent))
             continue
         task, signed = got
+        version = max(version, task.weight_version)  # announced since the join
         samples = []
         for slot, example_id in enumerate(task.example_ids):
             prompt = template_ids(tokenizer, examples[example_id].prompt)

@@ -34,10 +34,10 @@ INFO = RunInfo(run_id="r", broadcast_servers=[], upload_max_bytes=64, env_id="e"
 
 
 def coordinator(tmp_path, run_key, registry: WorkerRegistry | None = None, admission=AdmissionConfig(),
-                assignments=AssignmentsConfig()) -> tuple[TestClient, WorkerRegistry]:
+                assignments=AssignmentsConfig(), announced=lambda: 4) -> tuple[TestClient, WorkerRegistry]:
     registry = registry or WorkerRegistry(tmp_path / "w.json")
     assigner = Assigner(run_key, 50, 3, 2, 1.0, 1.0, 8, assignments)
-    app = create_coordinator_app(registry, "token-123", run_key, lambda: INFO, lambda: 4,
+    app = create_coordinator_app(registry, "token-123", run_key, lambda: INFO, announced,
                                  CoordinatorUploads(Store(str(tmp_path / "store"))), assigner, UploadsConfig(), admission)
     return TestClient(app), registry
 
@@ -166,7 +166,9 @@ def test_volunteer_tokens_each_admit_one_key_so_a_banned_volunteer_cannot_come_b
 
 def test_assignments_are_signed_limited_and_bound_to_their_worker(tmp_path):
     run_key = keys.generate_key()
-    http, registry = coordinator(tmp_path, run_key, assignments=AssignmentsConfig(max_open=2, per_hour=3))
+    announced = [-1]
+    http, registry = coordinator(tmp_path, run_key, assignments=AssignmentsConfig(max_open=2, per_hour=3),
+                                 announced=lambda: announced[0])
     key, other = keys.generate_key(), keys.generate_key()
     http.post("/join", json=_join("w", key)).raise_for_status()
     wid = worker_id("w", keys.public_hex(key))
@@ -176,9 +178,12 @@ def test_assignments_are_signed_limited_and_bound_to_their_worker(tmp_path):
         return http.post("/assign", json={"worker_id": wid, "time": t, "signature": signer.sign(assign_message(wid, t)).hex()})
 
     assert ask(other).status_code == 403
+    assert ask().status_code == 503  # no version announced yet: nothing its batch could be sampled with
+    announced[0] = 4
     first = open_assignment(ask().content, run_key.public_key())
     assert first.worker_id == wid and len(first.example_ids) == 3 == len(set(first.example_ids))
     assert (first.samples_per_prompt, first.temperature, first.max_tokens) == (2, 1.0, 8) and 0 <= first.key < 2**64
+    assert first.weight_version == 4  # the oldest version its batch may claim (verify/verifier.py: wrong-version)
     second = open_assignment(ask().content, run_key.public_key())
     assert second.key != first.key and second.assignment_id != first.assignment_id
     assert ask().status_code == 429  # two being sampled already

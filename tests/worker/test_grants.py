@@ -48,7 +48,7 @@ def registered(registry, name: str):
 def assigned(registry, wid: str) -> str:
     """An open assignment of `wid`: the only batch id it is granted uploads for."""
     assigner = Assigner(RUN_KEY, 10, 1, 1, 1.0, 1.0, 8, AssignmentsConfig(max_open=10))
-    return open_assignment(assigner.issue(registry, wid), RUN_KEY.public_key()).assignment_id
+    return open_assignment(assigner.issue(registry, wid, 0), RUN_KEY.public_key()).assignment_id
 ROLES = ("orchestrator", "coordinator", "publisher", "origin", "site_b")
 
 

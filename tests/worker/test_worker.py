@@ -56,6 +56,9 @@ class Run:
     registry: WorkerRegistry
     coordinator: ServedApp
     run_key: object
+    assigner: Assigner
+    announced: list[int]
+    """[the version the coordinator announces now]"""
 
     def worker(self, **overrides) -> subprocess.CompletedProcess:
         config = {"run_url": self.coordinator.url, "join_token": "s3cret", "name": "vol-1",
@@ -66,7 +69,7 @@ class Run:
         return subprocess.run([sys.executable, "-m", "composer_prime.worker.main", "@", str(cfg)], capture_output=True,
                               text=True, timeout=300)
 
-    def verify(self, config: VerifyConfig) -> list:
+    def verify(self, config: VerifyConfig, current: int = 0) -> list:
         scorer = ModelScorer(lambda version: self.version_dir)
         tokenizer = AutoTokenizer.from_pretrained(self.version_dir)
         examples = load_environment(EnvConfig(id="reverse-text")).examples("train")
@@ -74,7 +77,7 @@ class Run:
                        samples_per_prompt=2, stop_ids=frozenset(stop_token_ids(str(self.version_dir), tokenizer)),
                        prompt_of=lambda e: template_ids(tokenizer, examples[e].prompt))
         verifier = RolloutVerifier(self.registry, scorer, config, scorer.model(0).config.vocab_size, spec)
-        return RolloutInbox(Store(str(self.store_root)), verifier).poll(lambda: 0)
+        return RolloutInbox(Store(str(self.store_root)), verifier).poll(lambda: current)
 
 
 @contextmanager
@@ -93,11 +96,12 @@ def run(tmp_path: Path, proofs: ProofSpec | None = None, prove_sampling: bool = 
     examples = len(load_environment(EnvConfig(id="reverse-text")).examples("train"))
     assigner = Assigner(run_key, examples, 2, 2, 1.0, 1.0, 16, AssignmentsConfig())
     # A plain directory store: the worker uploads through the coordinator, holding no store access itself.
-    coordinator = ServedApp(create_coordinator_app(registry, "s3cret", run_key, lambda: info, lambda: 0,
+    announced = [0]
+    coordinator = ServedApp(create_coordinator_app(registry, "s3cret", run_key, lambda: info, lambda: announced[0],
                                                    CoordinatorUploads(Store(str(store_root))), assigner,
                                                    UploadsConfig())).start()
     try:
-        yield Run(tmp_path, version_dir, store_root, registry, coordinator, run_key)
+        yield Run(tmp_path, version_dir, store_root, registry, coordinator, run_key, assigner, announced)
     finally:
         coordinator.stop()
         origin.stop()
@@ -129,6 +133,29 @@ def test_worker_joins_pulls_samples_uploads_and_resumes_its_journal(tmp_path):
         assert sum(len(d.accepted) for d in decisions) == 12  # 3 batches x 2 prompts x 2 samples, 100% accepted
         assert r.registry.summary()[wid]["samples_accepted"] == 12
         assert not list((r.store_root / "rollouts" / wid).iterdir())  # processed batches are deleted
+
+
+def test_worker_fetches_the_version_its_assignment_names_before_sampling_it(tmp_path):
+    """The trainer published version 1 after the worker's last heartbeat and before its assignment, which names 1:
+    sampled with version 0 the batch would count as `wrong-version`, so the worker fetches 1 first."""
+    with run(tmp_path) as r:
+        issue = r.assigner.issue
+
+        def after_a_new_version(registry, wid, version):
+            if r.announced[0] == 0:
+                v1 = publish_weights(tmp_path / "trainer", 1, load_file(str(WARMSTART / "model.safetensors")),
+                                     (WARMSTART / "config.json").read_text(), assets_dir=WARMSTART)
+                publish_version(v1, Store(str(r.store_root / "broadcasts")), r.run_key, 1, shard_size=256 * 1024)
+                r.announced[0] = 1
+            return issue(registry, wid, r.announced[0])
+
+        r.assigner.issue = after_a_new_version
+        done = r.worker(max_batches=1)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert (tmp_path / "worker" / "broadcasts" / "step_1" / "STABLE").is_file()
+        decisions = r.verify(VerifyConfig(), current=1)
+        assert [(d.weight_version, d.ok, len(d.accepted)) for d in decisions] == [(1, True, 4)], [
+            (d.batch_reason, d.rejected) for d in decisions]
 
 
 def test_worker_attaches_toploc_proofs_the_verifier_accepts_when_the_run_asks(tmp_path):

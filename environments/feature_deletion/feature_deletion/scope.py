@@ -67,6 +67,7 @@ PURE_MODULES = frozenset({
     "heapq", "bisect", "copy", "enum", "abc", "decimal", "fractions", "textwrap", "unicodedata", "keyword",
     "statistics", "random", "datetime", "calendar", "json", "warnings", "contextlib", "array", "struct", "base64",
     "binascii", "hashlib", "difflib", "fnmatch", "time", "zlib", "colorsys", "locale", "operator",
+    "html",  # escaping and the entity tables (python-slugify's `name2codepoint`); `html._re` is private
 })
 RISKY_BUILTINS = frozenset({
     "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "open",

@@ -69,6 +69,7 @@ from calibration import (  # noqa: E402
 from composer_prime.configs.eval import EvalCommandConfig  # noqa: E402
 from composer_prime.configs.replay import ReplayConfig  # noqa: E402
 from composer_prime.eval.main import run_eval  # noqa: E402
+from composer_prime.model.chat_template import template_ids  # noqa: E402
 from composer_prime.pairs import read_pairs  # noqa: E402
 from composer_prime.replay.main import run  # noqa: E402
 
@@ -103,7 +104,7 @@ def uncertainty_auroc(model: Path) -> float:
     net = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
     entropies, wrong = [], []
     for example in env.examples("eval")[:AUROC_PROMPTS]:
-        prompt = list(tokenizer.apply_chat_template(example.prompt, add_generation_prompt=True, tokenize=True))
+        prompt = template_ids(tokenizer, example.prompt)
         with torch.no_grad():
             out = net.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
                                max_new_tokens=24, do_sample=False, pad_token_id=tokenizer.eos_token_id)

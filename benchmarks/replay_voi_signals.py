@@ -37,6 +37,7 @@ from transformers import AutoTokenizer  # noqa: E402
 from composer_prime.configs.replay import ReplayConfig  # noqa: E402
 from composer_prime.inference.client import InferenceClient  # noqa: E402
 from composer_prime.inference.protocol import ScoreRequest  # noqa: E402
+from composer_prime.model.chat_template import template_ids  # noqa: E402
 from composer_prime.pairs import read_pairs  # noqa: E402
 from composer_prime.replay.main import load_steps, run  # noqa: E402
 from composer_prime.replay.render import action_text, request_messages  # noqa: E402
@@ -51,7 +52,7 @@ async def signals(url: str, tokenizer, steps) -> list[dict[str, float]]:
     try:
         for step in steps:
             messages, _ = request_messages(step.state, step.tools, "text")
-            prompt = list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True))
+            prompt = template_ids(tokenizer, messages)
             completion = tokenizer.encode(action_text(step.action), add_special_tokens=False) + [tokenizer.eos_token_id]
             score = await client.score(ScoreRequest(prompt_token_ids=prompt, completion_token_ids=completion, top_k=2))
             entropies = score.entropies

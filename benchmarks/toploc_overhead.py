@@ -25,6 +25,7 @@ from composer_prime.configs.shared import ModelConfig
 from composer_prime.configs.verify import ToplocConfig
 from composer_prime.inference.backend import make_backend
 from composer_prime.inference.protocol import GenerateRequest
+from composer_prime.model.chat_template import template_ids
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.toploc import build_proofs, proof_mismatch
 
@@ -56,9 +57,8 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
     rng = random.Random(0)
     words = ["alpha", "river", "stone", "cloud", "ember", "quiet", "maple", "orbit"]
-    prompts = [list(tokenizer.apply_chat_template(
-        [{"role": "user", "content": "Reverse: " + " ".join(rng.choices(words, k=6))}],
-        add_generation_prompt=True, tokenize=True)) for _ in range(args.prompts)]
+    prompts = [template_ids(tokenizer, [{"role": "user", "content": "Reverse: " + " ".join(rng.choices(words, k=6))}])
+               for _ in range(args.prompts)]
 
     t0 = time.perf_counter()
     items = asyncio.run(sample(prompts, args.samples, args.max_tokens))

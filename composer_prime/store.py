@@ -1,18 +1,19 @@
 """A general object store: a local directory or any fsspec URL (s3:// through s3fs), keys relative to its root.
 
 What goes where is each user's: weight versions (broadcast/manifest.py), orchestrator steps, DiLoCo
-exchanges, volunteer uploads. A local write is atomic (rename); an object store PUT already is.
+exchanges, volunteer uploads. A local write is atomic (rename); an object store PUT already is. `write_once` never replaces what is there.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 
 import fsspec
 
 from composer_prime.configs.shared import StoreConfig
 from composer_prime.errors import UserError
-from composer_prime.utils.fs import atomic_write_bytes
+from composer_prime.utils.fs import atomic_create_bytes, atomic_write_bytes
 
 
 def role_credentials(role: str) -> tuple[str, str]:
@@ -52,6 +53,25 @@ class Store:
             atomic_write_bytes(self.path(rel), data)  # an object store PUT is atomic already
         else:
             self.fs.pipe_file(self.path(rel), data)
+
+    def write_once(self, rel: str, data: bytes) -> None:
+        """Write `rel` unless it exists: FileExistsError when it holds other bytes; the same bytes again is a no-op.
+
+        Atomic on both back ends: a local link(2), which never replaces, and an S3 PUT (or multipart
+        completion) with `If-None-Match: *`, which the server refuses once the key exists (AWS, seaweedfs).
+        Other fsspec back ends are only as atomic as their `pipe_file(mode="create")`.
+        """
+        try:
+            if self.local:
+                atomic_create_bytes(self.path(rel), data)
+            else:
+                self.fs.pipe_file(self.path(rel), data, mode="create")
+        except OSError as exc:
+            # s3fs raises FileExistsError only when the server names the failed condition; seaweedfs does not (EINVAL).
+            if not (isinstance(exc, FileExistsError) or exc.errno == errno.EINVAL) or not self.exists(rel):
+                raise
+            if self.read_bytes(rel, 0, len(data) + 1) != data:
+                raise FileExistsError(f"{self.url}: {rel} was written before, with other bytes") from None
 
     def read_bytes(self, rel: str, start: int | None = None, end: int | None = None) -> bytes:
         return self.fs.cat_file(self.path(rel), start=start, end=end)

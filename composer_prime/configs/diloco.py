@@ -9,6 +9,12 @@ from pydantic_config import BaseConfig
 
 from composer_prime.configs.shared import StoreConfig
 
+# A site id and the run id name folders in the exchange store (diloco/<run>/<site>/): a letter or digit first, so
+# never `.`, `..` or a path; no dots at all in a site id, so `<site>.sig` cannot be mistaken for another site's file.
+SITE_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+SiteId = Annotated[str, Field(pattern=SITE_ID)]
+
 
 class OuterOptimConfig(BaseConfig):
     """The outer optimizer applied to the averaged pseudo-gradient (DiLoCo: SGD with Nesterov momentum).
@@ -50,7 +56,7 @@ class DiLoCoConfig(BaseConfig):
         Field(description="torchft: trusted sites, all-reduce through torchft; guarded: untrusted sites, exchange "
                           "through a store with checks and a robust rule."),
     ] = "torchft"
-    site_id: Annotated[str, Field(min_length=1, description="This site's name (torchft replica id).")] = "site0"
+    site_id: Annotated[str, Field(pattern=SITE_ID, description="This site's name (torchft replica id).")] = "site0"
     sync_every: Annotated[int, Field(ge=1, description="H: inner steps between two syncs of the same fragment.")] = 50
     fragments: Annotated[int, Field(ge=1, description="Model fragments; more than 1 is Streaming DiLoCo.")] = 1
     fragment_sync_delay: Annotated[
@@ -66,10 +72,16 @@ class DiLoCoConfig(BaseConfig):
     timeout_s: Annotated[float, Field(gt=0, description="torchft quorum, connect and collective timeout.")] = 60.0
     # guarded
     store: Annotated[StoreConfig | None, Field(description="Guarded mode: where sites exchange pseudo-gradients.")] = None
-    sites: Annotated[list[str], Field(description="Guarded mode: every site id of the run (this one included).")] = []
+    run_id: Annotated[
+        str, Field(pattern=RUN_ID, description="Guarded mode: the run every pseudo-gradient and digest is signed for (a blob "
+                                               "of another run never counts); a new run_id starts a fresh exchange, e.g. "
+                                               "to resume from a checkpoint without a site that stopped the run.")
+    ] = "run"
+    sites: Annotated[list[SiteId], Field(description="Guarded mode: every site id of the run (this one included).")] = []
     key_path: Annotated[str | None, Field(description="Guarded mode: this site's Ed25519 key (created if missing).")] = None
     site_public_keys: Annotated[
-        dict[str, str], Field(description="Guarded mode: each site's public key (hex); blobs that do not verify are dropped.")
+        dict[SiteId, str], Field(description="Guarded mode: each site's public key (hex), every site of `sites`; blobs that "
+                                             "do not verify are dropped.")
     ] = {}
     guard: GuardConfig = GuardConfig()
 
@@ -81,4 +93,6 @@ class DiLoCoConfig(BaseConfig):
             raise ValueError("fragment_sync_delay must be below sync_every / fragments")
         if self.mode == "guarded" and (self.store is None or self.site_id not in self.sites):
             raise ValueError("guarded mode needs a store and a `sites` list that includes site_id")
+        if self.mode == "guarded" and len(set(self.sites)) != len(self.sites):
+            raise ValueError(f"guarded mode: `sites` names a site twice: {self.sites}")
         return self

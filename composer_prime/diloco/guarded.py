@@ -2,10 +2,12 @@
 
 Every H inner steps each site publishes its signed pseudo-gradient (global_prev - local, whole
 model, flat float32) to the store, reads everyone's, rejects the ones that fail the checks
-(robust.check) and combines the rest (robust.combine). The outer Nesterov SGD then steps the
-global parameters, and the model restarts from them. Each site computes the aggregate itself from
-the same signed blobs with the same deterministic code, so no site has to trust an aggregator,
-and honest sites that saw the same blobs end identical.
+(robust.check) and combines the rest (robust.combine). Each site computes the aggregate itself from
+the same signed blobs with the same deterministic code, so no site has to trust an aggregator, and
+honest sites that saw the same blobs end identical. Before anything is applied the sites confirm
+that they did see the same blobs, from the same state, with the same settings (agreement.py); a
+disagreement stops the run with one line (SplitError) and the global parameters untouched. Then
+the outer Nesterov SGD steps the global parameters, and the model restarts from them.
 
 Same trainer API as DiLoCoSite: `after_inner_step()` after each `optimizer.step()`.
 Not yet here: streaming fragments (the whole model syncs at once) and overlap of the exchange
@@ -24,10 +26,12 @@ from torch import nn
 
 from composer_prime import keys
 from composer_prime.configs.diloco import DiLoCoConfig
+from composer_prime.diloco.agreement import confirm, make_digest, state_sha256
 from composer_prime.diloco.exchange import PseudoGradientExchange
 from composer_prime.diloco.fragments import flat
 from composer_prime.diloco.robust import check, combine
 from composer_prime.diloco.site import outer_optimizer
+from composer_prime.errors import UserError
 from composer_prime.store import Store
 
 logger = logging.getLogger(__name__)
@@ -40,6 +44,8 @@ class RoundRecord:
     rejected: dict[str, str]
     norms: dict[str, float]
     cosines: dict[str, float]
+    unconfirmed: list[str]
+    """Sites whose pseudo-gradient this site read but which never published a digest of the round."""
 
 
 class GuardedDiLoCoSite:
@@ -65,10 +71,15 @@ class GuardedDiLoCoSite:
     @staticmethod
     def _default_exchange(config: DiLoCoConfig) -> PseudoGradientExchange:
         if config.key_path is None:
-            raise ValueError("guarded mode needs key_path (this site's signing key)")
-        site_keys = {site: keys.parse_public_key(hex_) for site, hex_ in config.site_public_keys.items()}
-        return PseudoGradientExchange(Store.from_config(config.store), config.site_id,
-                                      keys.load_or_create_private_key(config.key_path), site_keys)
+            raise UserError("diloco: guarded mode needs key_path (this site's signing key)")
+        key = keys.load_or_create_private_key(config.key_path)
+        unknown = [site for site in config.sites if site not in config.site_public_keys]
+        if unknown:
+            raise UserError(f"diloco: site_public_keys has no key for {unknown}: every site of `sites` needs one")
+        site_keys = {site: keys.parse_public_key(config.site_public_keys[site]) for site in config.sites}
+        if keys.public_hex(site_keys[config.site_id]) != keys.public_hex(key):
+            raise UserError(f"diloco: site_public_keys[{config.site_id!r}] is not the public key of {config.key_path}")
+        return PseudoGradientExchange(Store.from_config(config.store), config.run_id, config.site_id, key, site_keys)
 
     def after_inner_step(self) -> int:
         self.inner_steps += 1
@@ -82,17 +93,25 @@ class GuardedDiLoCoSite:
         pseudo_grad = flat([g.detach() for g in self.global_params]) - local
         outgoing = self.tamper(pseudo_grad.clone()) if self.tamper else pseudo_grad
         self.exchange.put(self.outer_step, outgoing)
-        received, missing = self.exchange.gather(self.outer_step, self.config.sites, self.config.guard.wait_timeout_s)
         guard = self.config.guard
+        received, missing = self.exchange.gather(self.outer_step, self.config.sites, guard.wait_timeout_s, local.numel())
+        grads = {site: r.pseudo_grad for site, r in received.items()}
         if guard.checks:
-            verdict = check(received, guard.max_norm_ratio, guard.min_cosine)
+            verdict = check(grads, guard.max_norm_ratio, guard.min_cosine)
         else:
-            verdict = check(received, float("inf"), -1.0)
-            verdict.accepted, verdict.rejected = sorted(received), {}  # plain: everything that arrived counts
+            verdict = check(grads, float("inf"), -1.0)
+            verdict.accepted, verdict.rejected = sorted(grads), {}  # plain: everything that arrived counts
+        state = state_sha256(self.global_params, self.outer)
+        digest = make_digest(self.config, self.outer_step, state, received, verdict.accepted)
+        # Raises SplitError, before anything below changes a parameter, when a peer aggregated something else.
+        unconfirmed = confirm(self.exchange, digest, self.config.sites, guard.wait_timeout_s)
+        if unconfirmed:
+            logger.warning("diloco round %d: %s never confirmed what they aggregated; applying (safe: see agreement.py)",
+                           self.outer_step, unconfirmed)
         record = RoundRecord(self.outer_step, verdict.accepted, {**missing, **verdict.rejected}, verdict.norms,
-                             verdict.cosines)
+                             verdict.cosines, unconfirmed)
         if verdict.accepted:
-            combined = combine([received[s] for s in verdict.accepted], guard.rule, guard.trim)
+            combined = combine([grads[s] for s in verdict.accepted], guard.rule, guard.trim)
             offset = 0
             for g in self.global_params:
                 g.grad = combined[offset:offset + g.numel()].view_as(g).clone()

@@ -1,9 +1,11 @@
 """Checks and robust combination of pseudo-gradients from sites that may be faulty or malicious.
 
 A pseudo-gradient counts only if it is finite, its norm is within `max_norm_ratio` of the median
-norm of the finite ones, and its direction agrees with the coordinate-wise median of those
-(cosine >= `min_cosine`). The accepted ones are then combined coordinate-wise by a rule that a
-minority cannot drag arbitrarily far: trimmed mean (drop `trim` values at each end) or median.
+norm of the finite ones (when that median is 0, only a zero one is), and its direction agrees
+with the coordinate-wise median of those (cosine >= `min_cosine`; none does with a zero median,
+and a zero pseudo-gradient, which cannot steer anything, always does). The accepted ones are
+then combined coordinate-wise by a rule that a minority cannot drag arbitrarily far: trimmed
+mean (drop `trim` values at each end) or median.
 `mean` is plain averaging, kept to show what it lets through.
 """
 
@@ -44,9 +46,11 @@ def check(pseudo_grads: dict[str, Tensor], max_norm_ratio: float, min_cosine: fl
     if not finite:
         return verdict
     median_norm = statistics.median(verdict.norms[s] for s in finite)
+    # A median of 0 allows 0, not anything: `ratio x 0` would be NaN for an infinite ratio, and NaN compares false.
+    limit = max_norm_ratio * median_norm if median_norm > 0 else 0.0
     in_norm = {}
     for site, pg in finite.items():
-        if median_norm > 0 and verdict.norms[site] > max_norm_ratio * median_norm:
+        if verdict.norms[site] > limit:
             verdict.rejected[site] = "norm"
         else:
             in_norm[site] = pg
@@ -55,10 +59,16 @@ def check(pseudo_grads: dict[str, Tensor], max_norm_ratio: float, min_cosine: fl
     reference = coordinate_median(torch.stack([pg.double() for pg in in_norm.values()]))
     ref_norm = float(reference.norm())
     for site, pg in in_norm.items():
-        denom = verdict.norms[site] * ref_norm
-        cosine = float(pg.double() @ reference) / denom if denom > 0 else 1.0  # all-zero: nothing to judge
+        norm = verdict.norms[site]
+        if norm == 0:
+            # A zero pseudo-gradient points nowhere: it can only shrink the combination, never steer it.
+            verdict.cosines[site] = 0.0
+            verdict.accepted.append(site)
+            continue
+        # Against a zero reference no direction agrees with the majority: cosine 0 and refused, whatever min_cosine.
+        cosine = float(pg.double() @ reference) / (norm * ref_norm) if ref_norm > 0 else 0.0
         verdict.cosines[site] = cosine
-        if cosine < min_cosine:
+        if ref_norm == 0 or cosine < min_cosine:
             verdict.rejected[site] = "direction"
         else:
             verdict.accepted.append(site)

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from composer_prime.chat import Action, ToolCall, render_tool_calls
 from composer_prime.inference.backend import Backend
 from composer_prime.inference.protocol import Completion, GenerateRequest
+from composer_prime.model.chat_template import template_ids
 from composer_prime.tool_calls import native_tool_support, parse_turn, tool_names, with_tools
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def _template_message(message: dict[str, Any]) -> dict[str, Any]:
 def chat_prompt_ids(tokenizer, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> list[int]:
     """The tokens a chat request is sampled from: its messages and tools as the rollouts render them."""
     messages, tools = with_tools([_template_message(m) for m in messages], tools, native_tool_support(tokenizer))
-    return list(tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True))
+    return template_ids(tokenizer, messages, tools)
 
 
 def _assistant_message(text: str, tools: list[dict[str, Any]] | None) -> tuple[dict[str, Any], bool]:

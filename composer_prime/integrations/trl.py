@@ -49,6 +49,7 @@ from composer_prime.loss.jsd import chunked_generalized_jsd, sparse_generalized_
 from composer_prime.loss.preference import PreferenceOutput
 from composer_prime.loss.topk import extract_topk
 from composer_prime.chat import ChatMessage
+from composer_prime.model.chat_template import template_ids
 from composer_prime.trainer.preference import TokenizedPair, pair_loss, read_tokenized_pairs, reference_logprobs
 
 FeedbackFunc = Callable[[list, list], Sequence[str | None]]
@@ -114,10 +115,8 @@ def teacher_prompt_ids(tokenizer: PreTrainedTokenizerBase, prompts: list[list[di
             out.append(None)
             continue
         context = teacher_messages(messages, error, writer.template(error))
-        out.append(list(tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content or ""} for m in context],
-            add_generation_prompt=True, tokenize=True, **(chat_template_kwargs or {}),
-        )))
+        out.append(template_ids(tokenizer, [{"role": m.role, "content": m.content or ""} for m in context],
+                                **(chat_template_kwargs or {})))
     return out
 
 

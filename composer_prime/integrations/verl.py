@@ -7,11 +7,11 @@
 `dppo_policy_loss` under `core_algos.register_policy_loss("composer_dppo")`, VeRL's documented extension
 points; the functions themselves are VeRL-shaped wrappers of orchestrator/advantage.py and loss/dppo.py.
 
-Not installable beside composer-prime, so there is no `verl` extra: verl >= 0.9 requires
-transformers >= 5.5.3 (composer-prime pins transformers < 5) and verl 0.5-0.8 require numpy < 2
-(verifiers 0.4 requires numpy >= 2.1). Install verl in its own environment and put composer-prime on its
-path to use this module there; tests/integrations/test_verl.py's VeRL-side tests (registries, `agg_loss`,
-a step through VeRL's `ppo_loss`) pass that way with verl 0.9.1 and skip where verl is absent.
+The `verl` extra installs verl 0.9.1 (Python < 3.13). It pins transformers >= 5.5.3, < 5.11 where the `vllm`
+extra's vLLM 0.32 needs >= 5.16.1, so the two extras are declared conflicting and locked apart: `uv sync
+--extra verl` gives transformers 5.10.4, every other environment 5.19.0. CI syncs it into its own
+environment (.ci/run) and runs tests/integrations/test_verl.py there, VeRL's side included (registries,
+`agg_loss`, a step through VeRL's `ppo_loss`); elsewhere those tests skip.
 
 Channels 2 and 3 do not fit these registries: a VeRL policy loss receives per-token log-probs only, while
 hint distillation needs the teacher's and the student's full next-token distributions and the preference

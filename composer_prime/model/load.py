@@ -57,18 +57,19 @@ def load_model(config: ModelConfig, device: torch.device | None = None) -> PreTr
 
 
 def disable_dropout(model: torch.nn.Module) -> torch.nn.Module:
-    """Set every dropout probability of `model` to 0, in place; returns `model`.
+    """Set every dropout probability and router jitter of `model` to 0, in place; returns `model`.
 
     Dropout modules (nn.Dropout, GPT-2's attn/resid/embd dropouts) get p = 0, and float
     attributes named like `attention_dropout`, which attention code passes to sdpa as a
-    number when the module is training, are zeroed. The config is left as it is, so weight
-    versions and exports still carry the checkpoint's own settings.
+    number when the module is training, are zeroed; so are mixture-of-experts routers' `jitter_noise`
+    (Mixtral, PhiMoE, DBRX: multiplicative noise on the router's input in train mode). The config is
+    left as it is, so weight versions and exports still carry the checkpoint's own settings.
     """
     for module in model.modules():
         if isinstance(module, torch.nn.modules.dropout._DropoutNd):
             module.p = 0.0
         for name, value in vars(module).items():
-            if "dropout" in name and isinstance(value, float):
+            if ("dropout" in name or "jitter" in name) and isinstance(value, float):
                 setattr(module, name, 0.0)
     return model
 

@@ -5,7 +5,9 @@
 byte-level BPE tokenizer trained on a generated corpus (or copied from another model directory),
 with ChatML special tokens and chat template, and a randomly initialised model (~1M parameters by
 default) of one of several architectures: Qwen3 (the quickstart's), Llama, Qwen2, Gemma2, Phi3,
-GPT-NeoX or GPT-2. Everything derives from `seed`, so two builds with one config are byte-identical.
+GPT-NeoX, GPT-2, or the mixtures of experts Qwen3-MoE, Mixtral and DeepSeek-V3 (multi-head latent
+attention, a shared expert, its first layer dense). Everything derives from `seed`, so two builds with
+one config are byte-identical.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ CHAT_TEMPLATE = (
 )
 
 
-Architecture = Literal["qwen3", "llama", "qwen2", "gemma2", "phi3", "gpt_neox", "gpt2"]
+Architecture = Literal["qwen3", "llama", "qwen2", "gemma2", "phi3", "gpt_neox", "gpt2", "qwen3_moe", "mixtral",
+                       "deepseek_v3"]
 
 
 class TinyModelConfig(BaseConfig):
@@ -58,12 +61,17 @@ class TinyModelConfig(BaseConfig):
     num_layers: Annotated[int, Field(ge=1, description="Transformer blocks.")] = 4
     num_heads: Annotated[int, Field(ge=1, description="Attention (query) heads.")] = 4
     num_kv_heads: Annotated[int, Field(ge=1, description="Key/value heads (grouped-query attention).")] = 2
-    intermediate_size: Annotated[int, Field(ge=8, description="MLP hidden width.")] = 384
+    intermediate_size: Annotated[int, Field(ge=8, description="MLP hidden width (of each expert, in a mixture of "
+                                                              "experts).")] = 384
+    num_experts: Annotated[int, Field(ge=1, description="Routed experts per MoE layer (qwen3_moe, mixtral, "
+                                                        "deepseek_v3; ignored otherwise).")] = 4
+    num_experts_per_tok: Annotated[int, Field(ge=1, description="Experts each token is routed to (MoE only).")] = 2
     max_position_embeddings: Annotated[int, Field(ge=16, description="Longest sequence the model accepts.")] = 512
     architecture: Annotated[
         Architecture,
-        Field(description="transformers model type to build. gpt_neox and gpt2 have no grouped-query attention "
-              "(num_kv_heads is ignored); gpt2 has learned absolute position embeddings."),
+        Field(description="transformers model type to build. gpt_neox, gpt2 and deepseek_v3 have no grouped-query "
+              "attention (num_kv_heads is ignored); gpt2 has learned absolute position embeddings; qwen3_moe, "
+              "mixtral and deepseek_v3 are mixtures of experts (num_experts, num_experts_per_tok)."),
     ] = "qwen3"
     tokenizer_from: Annotated[
         Path | None,
@@ -82,6 +90,9 @@ class TinyModelConfig(BaseConfig):
             raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of num_heads ({self.num_heads})")
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})")
+        if self.num_experts_per_tok > self.num_experts:
+            raise ValueError(f"num_experts_per_tok ({self.num_experts_per_tok}) must be at most num_experts "
+                             f"({self.num_experts})")
         return self
 
 
@@ -150,10 +161,13 @@ def model_config(config: TinyModelConfig, tokenizer: PreTrainedTokenizerBase) ->
         sizes = dict(hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
                      num_hidden_layers=config.num_layers, num_attention_heads=config.num_heads,
                      max_position_embeddings=config.max_position_embeddings)
-        if config.architecture != "gpt_neox":
+        if config.architecture == "deepseek_v3":  # latent attention decompresses keys/values for every head
+            sizes["num_key_value_heads"] = config.num_heads
+        elif config.architecture != "gpt_neox":
             sizes["num_key_value_heads"] = config.num_kv_heads
-        if config.architecture in ("qwen3", "gemma2"):
+        if config.architecture in ("qwen3", "gemma2", "qwen3_moe"):
             sizes["head_dim"] = config.hidden_size // config.num_heads
+        sizes |= _experts(config)
     built = AutoConfig.for_model(config.architecture, **common, **sizes)
     unknown = sorted(key for key in config.extra if not hasattr(built, key))
     if unknown:
@@ -161,6 +175,25 @@ def model_config(config: TinyModelConfig, tokenizer: PreTrainedTokenizerBase) ->
     for key, value in config.extra.items():
         setattr(built, key, value)
     return built
+
+
+def _experts(config: TinyModelConfig) -> dict:
+    """The mixture-of-experts fields of `config.architecture`'s config (none for a dense one)."""
+    routing = dict(num_experts_per_tok=config.num_experts_per_tok)
+    if config.architecture == "qwen3_moe":
+        return routing | dict(num_experts=config.num_experts, moe_intermediate_size=config.intermediate_size)
+    if config.architecture == "mixtral":
+        return routing | dict(num_local_experts=config.num_experts)
+    if config.architecture == "deepseek_v3":
+        # Multi-head latent attention at the model's width: queries and keys/values through low-rank projections,
+        # half of each head rotary. One expert group, so routing is plain top-k over all experts.
+        head_dim = config.hidden_size // config.num_heads
+        return routing | dict(n_routed_experts=config.num_experts, n_shared_experts=1,
+                              moe_intermediate_size=config.intermediate_size, first_k_dense_replace=1,
+                              n_group=1, topk_group=1, q_lora_rank=config.hidden_size // 2,
+                              kv_lora_rank=config.hidden_size // 4, qk_rope_head_dim=head_dim // 2,
+                              qk_nope_head_dim=head_dim // 2, v_head_dim=head_dim)
+    return {}
 
 
 def build_model(config: TinyModelConfig, tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:

@@ -30,9 +30,10 @@ from composer_prime.hints.detect import detect_errors
 from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.protocol import ScoreRequest
+from composer_prime.model.chat_template import template_ids
 from composer_prime.rollout.conversation import TokenConversation, encode, render
 from composer_prime.rollout.multi_turn import ToolGroup
-from composer_prime.rollout.single_turn import Group, prompt_token_ids
+from composer_prime.rollout.single_turn import Group
 from composer_prime.traces import RolloutTrace
 
 
@@ -106,7 +107,7 @@ async def build_hint_sites(rollouts: list[Rollout], hints: HintsConfig, writer: 
         else:
             student_ids, completion_ids = rollout.prompt_ids, rollout.completion_ids
             completion_logprobs = rollout.completion_logprobs
-            teacher_ids = prompt_token_ids(tokenizer, [{"role": m.role, "content": m.content or ""} for m in context])
+            teacher_ids = template_ids(tokenizer, [{"role": m.role, "content": m.content or ""} for m in context])
         topk_ids = topk_logprobs = None
         if hints.teacher == "inference":
             scored = await client.score(ScoreRequest(

@@ -31,6 +31,7 @@ import msgspec
 from transformers import AutoConfig, PreTrainedTokenizerBase
 
 from composer_prime import keys
+from composer_prime.model.chat_template import template_ids
 from composer_prime.store import Store
 from composer_prime.coordinator.announce import HeldVersion
 from composer_prime.coordinator.app import create_coordinator_app
@@ -43,7 +44,7 @@ from composer_prime.configs.orchestrator import OrchestratorConfig
 from composer_prime.orchestrator.source import CollectedStep, StepStats
 from composer_prime.orchestrator.step_io import completed_steps
 from composer_prime.rollout.envs import Environment
-from composer_prime.rollout.single_turn import Group, prompt_token_ids, score_group
+from composer_prime.rollout.single_turn import Group, score_group
 from composer_prime.utils.fs import atomic_write_bytes
 from composer_prime.utils.serve import ServedApp
 from composer_prime.verify.inbox import RolloutInbox
@@ -146,7 +147,7 @@ class VolunteerSource:
         if not 0 <= example_id < len(self.train):
             return None
         if example_id not in self.prompts:
-            self.prompts[example_id] = prompt_token_ids(self.tokenizer, self.train[example_id].prompt)
+            self.prompts[example_id] = template_ids(self.tokenizer, self.train[example_id].prompt)
         return self.prompts[example_id]
 
     def save_pool(self) -> None:

@@ -26,6 +26,7 @@ import math
 from composer_prime.configs.replay import VOIConfig
 from composer_prime.inference.client import InferenceClient
 from composer_prime.inference.protocol import ScoreRequest
+from composer_prime.model.chat_template import template_ids
 from composer_prime.replay.cache import AnswerCache
 from composer_prime.replay.render import action_text, request_messages
 from composer_prime.replay.steps import Step, digest
@@ -55,7 +56,7 @@ class StudentScorer:
             return hit
         tokenizer = self._tokenizer
         messages, _ = request_messages(step.state, step.tools, "text")
-        prompt = list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True))
+        prompt = template_ids(tokenizer, messages)
         completion = tokenizer.encode(action_text(step.action), add_special_tokens=False)
         if tokenizer.eos_token_id is not None:
             completion.append(tokenizer.eos_token_id)

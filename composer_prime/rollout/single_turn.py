@@ -18,6 +18,7 @@ from transformers import PreTrainedTokenizerBase
 
 from composer_prime.inference.protocol import Completion
 from composer_prime.configs.rollout import SamplingConfig
+from composer_prime.model.chat_template import template_ids
 from composer_prime.rollout.envs import Environment, Example, Score
 from composer_prime.rollout.sampler import Sampler, generate_request
 
@@ -69,10 +70,6 @@ def answer_lengths(groups: Sequence[Group]) -> dict[str, float]:
             "answer_len/ratio": replies / references if references else float("nan")}
 
 
-def prompt_token_ids(tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, str]]) -> list[int]:
-    return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True))
-
-
 def prompt_index(seed: int, step: int, slot: int, attempt: int, num_slots: int, num_examples: int) -> int:
     """Example for slot `slot` (of `num_slots`) of `step`, draw `attempt`: walks one permutation per step,
     first draws of all slots then second draws, so prompts within a step repeat only once the split runs out."""
@@ -88,7 +85,7 @@ def request_seed(*key: int) -> int:
 async def rollout_group(sampler: Sampler, env: Environment, tokenizer: PreTrainedTokenizerBase, example: Example,
                         sampling: SamplingConfig, *, n: int, seed: int | None = None) -> Group:
     start = time.perf_counter()
-    prompt_ids = prompt_token_ids(tokenizer, example.prompt)
+    prompt_ids = template_ids(tokenizer, example.prompt)
     gen_start = time.perf_counter()
     response = await sampler.generate(generate_request(prompt_ids, sampling, tokenizer, n=n, seed=seed))
     return await score_group(env, tokenizer, example, prompt_ids, response.completions, response.weight_version,

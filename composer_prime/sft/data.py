@@ -24,6 +24,7 @@ from composer_prime.chat import ChatMessage
 from composer_prime.errors import UserError
 from composer_prime.hints.context import teacher_messages
 from composer_prime.hints.writer import TemplateHintWriter
+from composer_prime.model.chat_template import template_ids
 from composer_prime.rollout.envs import Environment, Example
 from composer_prime.traces import ErrorRecord
 
@@ -41,7 +42,7 @@ def demonstrations(examples: list[Example], tokenizer: PreTrainedTokenizerBase) 
     for example in examples:
         if example.answer is None:
             raise UserError(f"example {example.id} has no reference answer: SFT needs an environment that gives them")
-        prompt = tokenizer.apply_chat_template(example.prompt, add_generation_prompt=True)
+        prompt = template_ids(tokenizer, example.prompt)
         answer = tokenizer.encode(example.answer, add_special_tokens=False) + [tokenizer.eos_token_id]
         demos.append(Demonstration(input_ids=prompt + answer, prompt_len=len(prompt)))
     return demos
@@ -69,8 +70,7 @@ def hinted_demonstrations(examples: list[Example], env: Environment, tokenizer: 
         error = ErrorRecord(kind="wrong_answer", turn=len(messages) - 1,
                             message=score.feedback or f"the verifier scored the answer {score.reward:.2f}")
         context = teacher_messages(messages, error, await writer.write(messages, error))
-        prompt = tokenizer.apply_chat_template([{"role": m.role, "content": m.content} for m in context],
-                                               add_generation_prompt=True)
+        prompt = template_ids(tokenizer, [{"role": m.role, "content": m.content} for m in context])
         answer = tokenizer.encode(example.answer, add_special_tokens=False) + [tokenizer.eos_token_id]
         return Demonstration(input_ids=prompt + answer, prompt_len=len(prompt))
 

@@ -29,6 +29,7 @@ from composer_prime.chat import Action, render_tool_calls
 from composer_prime.configs.trainer import PreferenceLossConfig
 from composer_prime.errors import UserError
 from composer_prime.loss.preference import PreferenceOutput, add_chosen_nll, dpo_loss, sequence_logprobs, simpo_loss
+from composer_prime.model.chat_template import template_ids
 from composer_prime.pairs import PreferencePair, read_pairs
 from composer_prime.trainer.logprobs import token_logprobs
 from composer_prime.trainer.parallel import World
@@ -64,12 +65,11 @@ def _as_text(content: str | None, tool_calls: list | None) -> str:
 def tokenize_pair(pair: PreferencePair, tokenizer: PreTrainedTokenizerBase) -> TokenizedPair:
     """Prompt ids and the chosen / rejected answer ids as the policy would sample them."""
     state = [{"role": m.role, "content": _as_text(m.content, m.tool_calls)} for m in pair.state]
-    prompt = list(tokenizer.apply_chat_template(state, add_generation_prompt=True, tokenize=True))
+    prompt = template_ids(tokenizer, state)
 
     def answer(action: Action) -> list[int]:
-        full = list(tokenizer.apply_chat_template(
-            state + [{"role": "assistant", "content": _as_text(action.content, action.tool_calls)}], tokenize=True
-        ))
+        reply = {"role": "assistant", "content": _as_text(action.content, action.tool_calls)}
+        full = template_ids(tokenizer, state + [reply], add_generation_prompt=False)
         if full[: len(prompt)] != prompt:
             raise ValueError("the chat template renders the state differently with an answer appended")
         ids = full[len(prompt) :]

@@ -15,9 +15,8 @@ from pathlib import Path
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary sibling, fsync, then rename over `path` (atomic on POSIX)."""
-    path = Path(path)
+def _write_temporary(path: Path, data: bytes) -> Path:
+    """`data` in a synced temporary sibling of `path`, dot-named so readers never list it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # Unique per thread too: two threads of one process may save the same file at once.
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
@@ -25,7 +24,26 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, path)
+    return tmp
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temporary sibling, fsync, then rename over `path` (atomic on POSIX)."""
+    path = Path(path)
+    os.replace(_write_temporary(path, data), path)
+
+
+def atomic_create_bytes(path: Path, data: bytes) -> None:
+    """Like atomic_write_bytes, but never replaces: FileExistsError when `path` exists.
+
+    link(2) fails when the target exists, atomically, where an exists-then-rename check would race.
+    """
+    path = Path(path)
+    tmp = _write_temporary(path, data)
+    try:
+        os.link(tmp, path)
+    finally:
+        tmp.unlink()
 
 
 def atomic_publish_dir(tmp_dir: Path, final_dir: Path) -> None:

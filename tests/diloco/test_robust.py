@@ -56,6 +56,24 @@ def test_two_honest_one_attacker_the_smallest_guarded_run():
         assert verdict.accepted == ["s0", "s1"]
 
 
+@pytest.mark.parametrize("max_norm_ratio", [3.0, 1e12, float("inf")])
+def test_when_the_honest_median_norm_is_0_only_a_zero_pseudo_gradient_passes(max_norm_ratio):
+    """Two idle honest sites (nothing learned this round) and one that sends anything: before, a median of 0 skipped
+    the norm check and the zero reference scored every direction as agreeing (cosine 1), so it was applied."""
+    evil = 1e-3 * torch.randn(200, generator=torch.Generator().manual_seed(0))
+    verdict = check({"s0": torch.zeros(200), "s1": torch.zeros(200), "evil": evil}, max_norm_ratio, 0.0)
+    assert verdict.rejected == {"evil": "norm"} and verdict.accepted == ["s0", "s1"]
+    assert torch.equal(combine([torch.zeros(200)] * 2, "mean"), torch.zeros(200))
+
+
+def test_no_direction_agrees_with_a_zero_coordinate_median():
+    """Median norm 1 but a coordinate-wise median of 0 (numpy agrees): no direction can be judged, so none is applied."""
+    units = {site: torch.eye(3)[i] for i, site in enumerate(["a", "b", "c"])}
+    assert not np.median(np.stack([u.double().numpy() for u in units.values()]), 0).any()
+    verdict = check(units, max_norm_ratio=3.0, min_cosine=-1.0)
+    assert verdict.accepted == [] and verdict.rejected == {"a": "direction", "b": "direction", "c": "direction"}
+
+
 def test_plain_mean_is_dragged_by_one_attacker_trimmed_mean_is_not():
     pgs = _honest(4)
     clean = combine(list(pgs.values()), "mean")

@@ -39,7 +39,8 @@ def greedy_reference(model_dir: Path, num_examples: int, max_tokens: int) -> lis
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     rewards = []
     for example in env.examples("eval")[:num_examples]:
-        ids = tokenizer.apply_chat_template(example.prompt, add_generation_prompt=True, return_tensors="pt")
+        ids = tokenizer.apply_chat_template(example.prompt, add_generation_prompt=True, return_tensors="pt",
+                                            return_dict=False)
         out = model.generate(ids, max_new_tokens=max_tokens, do_sample=False, eos_token_id=tokenizer.eos_token_id,
                              pad_token_id=tokenizer.pad_token_id)
         text = tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)

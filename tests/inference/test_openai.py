@@ -53,7 +53,7 @@ def test_stop_strings_cut_the_text(client, tokenizer):
 
 def test_chat_completions_apply_the_chat_template(client, tokenizer):
     messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}]
-    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
     assert tokenizer.decode(ids).endswith("<|im_start|>assistant\n")
     expected = native_greedy(client, list(ids), 10)
     body = {"model": "m", "messages": messages, "max_tokens": 10, "temperature": 0, "logprobs": True}
@@ -188,9 +188,10 @@ def test_chat_tools_and_calls_reach_the_template_as_the_rollouts_write_them(toke
     written = render_tool_calls([ToolCall(id="c1", name="read_file", arguments='{"path": "a.py"}')])
     as_text = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": written}, messages[2]]
     expected, template_tools = with_tools(as_text, tools, native_tool_support(tokenizer))
-    ids = tokenizer.apply_chat_template(expected, tools=template_tools, add_generation_prompt=True, tokenize=True)
+    ids = tokenizer.apply_chat_template(expected, tools=template_tools, add_generation_prompt=True, tokenize=True,
+                                        return_dict=False)
     text = tokenizer.decode(ids)
     assert '"name": "read_file"' in text and '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}' in text
     assert chat_prompt_ids(tokenizer, messages, tools) == list(ids)
     assert chat_prompt_ids(tokenizer, messages[:1], None) == list(
-        tokenizer.apply_chat_template(as_text[:1], add_generation_prompt=True, tokenize=True))
+        tokenizer.apply_chat_template(as_text[:1], add_generation_prompt=True, tokenize=True, return_dict=False))

@@ -58,7 +58,7 @@ def _prompt(tokenizer, row, turns: list[str] = ()) -> list[int]:
     messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": f"Task id: {row.id}\n\n{row.prompt}"}]
     for text in turns:
         messages += [{"role": "assistant", "content": text}, {"role": "tool", "content": "ok"}]
-    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
 
 
 def _generate(url, ids, **kw):
@@ -87,7 +87,8 @@ def test_each_turn_is_the_scripts_next_step_as_a_hermes_tool_call(server, rows, 
 def test_limits_and_refusals(server, rows, tokenizer):
     cut = _generate(server, _prompt(tokenizer, rows[0]), max_tokens=3).json()["completions"][0]
     assert cut["finish_reason"] == "length" and len(cut["token_ids"]) == 3
-    unknown = tokenizer.apply_chat_template([{"role": "user", "content": "Task id: nope"}], add_generation_prompt=True)
+    unknown = tokenizer.apply_chat_template([{"role": "user", "content": "Task id: nope"}], add_generation_prompt=True,
+                                              return_dict=False)
     assert _generate(server, unknown).status_code == 400
     score = httpx.post(f"{server}/score", json={"prompt_token_ids": [1], "completion_token_ids": [2]})
     assert score.status_code == 400

@@ -77,7 +77,8 @@ def _fixed_hint_batch(tokenizer):
     completions = [[{"role": "assistant", "content": t}] for t in texts]
     rewards = [0.25, 0.5, 1.0]  # the last one is right: no site
     feedback = ["expected 'c b a', got 'c a b'", "expected 'r e w q', got 'r e w'", None]
-    prompt_ids = [list(tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=True)) for p in prompts]
+    prompt_ids = [tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=True, return_dict=False)
+                  for p in prompts]
     completion_ids = [tokenizer.encode(t, add_special_tokens=False) + [tokenizer.eos_token_id] for t in texts]
     return prompts, completions, rewards, feedback, prompt_ids, completion_ids
 

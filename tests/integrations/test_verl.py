@@ -1,7 +1,7 @@
 """composer_prime/integrations/verl.py: the functions VeRL's registries receive, against float64 references.
 
-verl itself cannot be installed beside composer-prime (module docstring), so the functions are tested as
-VeRL would call them; the registration test runs only where verl is importable.
+The functions are tested as VeRL would call them in every environment; the tests that use VeRL itself need
+the `verl` extra (its own environment in CI, .ci/run: it conflicts with the `vllm` extra) and skip elsewhere.
 """
 
 from __future__ import annotations

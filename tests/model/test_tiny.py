@@ -48,7 +48,7 @@ def test_chat_template_round_trips(tiny):
     tokenizer = load_tokenizer(ModelConfig(path=str(tiny)))
     assert tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False) == CHATML
     assert tokenizer.apply_chat_template(MESSAGES, tokenize=False) == CHATML.removesuffix("<|im_start|>assistant\n")
-    ids = tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True)
+    ids = tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, return_dict=False)
     assert tokenizer.decode(ids) == CHATML
     assert ids.count(tokenizer.convert_tokens_to_ids("<|im_start|>")) == 3
     # Space-separated letters are one token each, whatever the BPE merges.
@@ -83,3 +83,28 @@ def test_other_architectures_reuse_a_tokenizer_and_refuse_unknown_config_fields(
         build(TinyModelConfig(output_dir=tmp_path / "bad", architecture="llama", tokenizer_from=tiny,
                               extra={"no_such_field": 1}))
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("arch", ["qwen3_moe", "mixtral", "deepseek_v3"])
+def test_mixtures_of_experts_route_each_token_to_some_of_their_experts(tmp_path, tiny, arch):
+    built = build(TinyModelConfig(output_dir=tmp_path / arch, architecture=arch, tokenizer_from=tiny, hidden_size=64,
+                                  num_layers=2, intermediate_size=32, num_experts=3, num_experts_per_tok=2))
+    model = load_model(ModelConfig(path=str(built)))
+    config = model.config
+    assert config.model_type == arch and config.num_experts_per_tok == 2
+    assert (config.n_routed_experts if arch == "deepseek_v3" else config.num_local_experts) == 3
+    fused = [p for name, p in model.named_parameters() if ".experts." in name]  # [experts, out, in] per layer
+    assert fused and all(p.dim() == 3 and p.shape[0] == 3 for p in fused)
+    if arch == "deepseek_v3":  # latent attention, a dense first layer, then routed + shared experts
+        assert config.n_routed_experts == 3 and config.first_k_dense_replace == 1 and config.kv_lora_rank == 16
+        assert config.num_key_value_heads == config.num_attention_heads
+        assert not any("experts" in name for name, _ in model.model.layers[0].named_parameters())
+        assert any("shared_experts" in name for name, _ in model.model.layers[1].named_parameters())
+
+
+def test_more_experts_per_token_than_experts_is_one_line(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        run_cli(TinyModelConfig, build, ["--output-dir", str(tmp_path / "m"), "--architecture", "mixtral",
+                                         "--num-experts", "2", "--num-experts-per-tok", "3"])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and "\n" not in err and "num_experts_per_tok (3) must be at most num_experts (2)" in err

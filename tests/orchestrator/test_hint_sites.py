@@ -11,11 +11,12 @@ from composer_prime.configs.hints import HintsConfig
 from composer_prime.configs.shared import ModelConfig
 from composer_prime.hints.writer import TemplateHintWriter
 from composer_prime.inference.client import InferenceClient
+from composer_prime.model.chat_template import template_ids
 from composer_prime.model.load import load_tokenizer
 from composer_prime.configs.rollout import EnvConfig, SamplingConfig
 from composer_prime.rollout.envs import load_environment
 from composer_prime.orchestrator.hint_sites import build_hint_sites, pick_sites, rollouts_of
-from composer_prime.rollout.single_turn import prompt_token_ids, rollout_group
+from composer_prime.rollout.single_turn import rollout_group
 
 
 def test_sites_from_real_rollouts_with_the_inference_teacher(tiny_model, inference_url):
@@ -45,7 +46,7 @@ def test_sites_from_real_rollouts_with_the_inference_teacher(tiny_model, inferen
         expected_context = rollout.trace.messages[: error.turn] + [
             {"role": "user", "content": "Hint: " + TemplateHintWriter().template(error)}]
         as_dicts = [m if isinstance(m, dict) else {"role": m.role, "content": m.content} for m in expected_context]
-        assert site.teacher_prompt_ids == prompt_token_ids(tokenizer, as_dicts)
+        assert site.teacher_prompt_ids == template_ids(tokenizer, as_dicts)
         if error.kind == "wrong_answer":
             assert "expected '" in error.message  # the environment's own feedback
         with torch.no_grad():

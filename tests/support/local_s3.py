@@ -49,11 +49,18 @@ class LocalS3:
 
 
 def start_local_s3(data_dir: Path, bucket: str = "run", access_key: str = "composer", secret_key: str = "composer-secret",
-                   timeout_s: float = 90.0, roles: tuple[str, ...] = ()) -> LocalS3:
+                   timeout_s: float = 90.0, roles: tuple[str, ...] = (),
+                   role_actions: dict[str, list[str]] | None = None) -> LocalS3:
+    """`roles`: run roles with their rights from store_roles; `role_actions`: more roles, each with the seaweedfs
+    actions given (a test's own scoping, e.g. one DiLoCo site's prefix)."""
     ports = {flag: free_port() for flag in _PORT_FLAGS}
+    role_actions = role_actions or {}
     creds = new_credentials(roles)
+    custom = new_credentials(list(role_actions))
     identities = [{"name": "admin", "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
-                   "actions": ["Admin", "Read", "List", "Tagging", "Write"]}, *seaweedfs_identities(bucket, creds)]
+                   "actions": ["Admin", "Read", "List", "Tagging", "Write"]}, *seaweedfs_identities(bucket, creds),
+                  *({"name": role, "credentials": [{"accessKey": key, "secretKey": secret}], "actions": role_actions[role]}
+                    for role, (key, secret) in custom.items())]
     Path(data_dir).mkdir(parents=True, exist_ok=True)
     config = Path(data_dir) / "s3-identities.json"
     config.write_text(json.dumps({"identities": identities}))
@@ -63,7 +70,7 @@ def start_local_s3(data_dir: Path, bucket: str = "run", access_key: str = "compo
             *(f"-{flag}={port}" for flag, port in ports.items())]
     env = {"AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key}
     child = spawn("seaweedfs", argv, Path(data_dir) / "logs", env=env)
-    server = LocalS3(f"http://127.0.0.1:{ports['s3.port']}", bucket, access_key, secret_key, child, creds)
+    server = LocalS3(f"http://127.0.0.1:{ports['s3.port']}", bucket, access_key, secret_key, child, creds | custom)
     deadline = time.monotonic() + timeout_s
     import s3fs  # only here: importing it is slow and most callers of this package never need S3
 

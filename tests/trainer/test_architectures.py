@@ -1,12 +1,14 @@
 """Every architecture exact: the sampler's log-probs (inference backend: left-padded prompts, batched
 and continuously batched decoding with a KV cache) equal the trainer's (packed rows, train mode) on a
-fully on-policy step, for six causal LMs built locally with random weights and the quickstart
+fully on-policy step, for nine causal LMs built locally with random weights and the quickstart
 tokenizer: llama, qwen2, gemma2 (sliding window + logit soft-capping), phi3 (sliding window),
-gpt_neox and gpt2 (learned absolute position embeddings).
+gpt_neox, gpt2 (learned absolute position embeddings), and the mixtures of experts qwen3_moe,
+mixtral and deepseek_v3 (multi-head latent attention, a shared expert, a dense first layer).
 
 Every model is configured with dropout 0.1 where its config has one, as many released checkpoints
 are: the trainer runs in train mode and must not thin the network it scores with (GPT-2's default
-0.1 gave importance ratio 1.002 and mismatch KL 0.002 before dropout was switched off).
+0.1 gave importance ratio 1.002 and mismatch KL 0.002 before dropout was switched off). Mixtral's
+router jitter (noise on the router's input in train mode) is on for the same reason.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ EXTRA: dict[str, dict] = {
     "phi3": {"sliding_window": WINDOW, "attention_dropout": 0.1, "resid_pdrop": 0.1, "embd_pdrop": 0.1},
     "gpt_neox": {"attention_dropout": 0.1, "hidden_dropout": 0.1},
     "gpt2": {},  # its defaults: attn, resid and embd dropout 0.1
+    "qwen3_moe": {"attention_dropout": 0.1},
+    "mixtral": {"attention_dropout": 0.1, "router_jitter_noise": 0.1},
+    "deepseek_v3": {"attention_dropout": 0.1},
 }
 USER_TURNS = ["x", "reverse: c a t", "please reverse the letters of these few words: hello there"]
 MAX_TOKENS = [24, 12, 18]  # rows end at different steps, so later requests join a running batch
@@ -62,7 +67,8 @@ async def _sample(model_dir: Path) -> tuple[list[Sample], int]:
     backend = TransformersBackend(ModelConfig(path=str(model_dir), dtype="float32"),
                                   TransformersBackendConfig(max_batch_size=4, batch_wait_ms=0), seed=0)
     chat = backend.tokenizer.apply_chat_template
-    prompts = [chat([{"role": "user", "content": turn}], add_generation_prompt=True) for turn in USER_TURNS]
+    prompts = [chat([{"role": "user", "content": turn}], add_generation_prompt=True, return_dict=False)
+               for turn in USER_TURNS]
     try:
         tasks = []
         for i, (prompt, max_tokens) in enumerate(zip(prompts, MAX_TOKENS)):

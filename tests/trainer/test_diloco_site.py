@@ -125,8 +125,10 @@ def test_two_guarded_sites_train_through_a_store(tmp_path, tiny_model_dir, helpe
     globals_ = [torch.load(out / "checkpoints" / f"step_{steps}" / "diloco.pt", weights_only=True) for out in outs]
     assert globals_[0]["outer_step"] == globals_[1]["outer_step"] == 2  # 6 steps, a round every 3
     assert all(torch.equal(x, y) for x, y in zip(globals_[0]["global"], globals_[1]["global"]))
-    rounds = (tmp_path / "store" / "diloco").iterdir()
-    assert sorted(p.name for p in rounds) == ["round_0", "round_1"]
+    for site in ("a", "b"):  # each round: the pseudo-gradient, its signature and the site's digest, under its prefix
+        files = (tmp_path / "store" / "diloco" / "run" / site).iterdir()
+        assert sorted(p.name for p in files) == [f"round_{r}.{suffix}" for r in (0, 1) for suffix in
+                                                 ("digest", "safetensors", "sig")]
 
 
 def test_a_site_normalises_by_its_own_tokens(tmp_path, helpers):

@@ -49,7 +49,7 @@ def test_tokenized_answer_is_what_the_template_appends_up_to_eos(chat_model):
     pair = pair.model_copy(update={"rejected": Action(tool_calls=[ToolCall(name="reverse", arguments='{"s": "a"}')])})
     t = tokenize_pair(pair, tokenizer)
     assert t.prompt_ids == tokenizer.apply_chat_template(
-        [m.openai() for m in pair.state], add_generation_prompt=True, tokenize=True)
+        [m.openai() for m in pair.state], add_generation_prompt=True, tokenize=True, return_dict=False)
     assert tokenizer.decode(t.chosen_ids) == pair.chosen.content + tokenizer.eos_token
     assert tokenizer.decode(t.rejected_ids) == '<tool_call>{"name": "reverse", "arguments": {"s": "a"}}</tool_call>' \
         + tokenizer.eos_token

@@ -39,7 +39,7 @@ def scorer() -> ModelScorer:
 def sample(scorer) -> tuple[list[int], list[int]]:
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
     prompt = list(tokenizer.apply_chat_template([{"role": "user", "content": "reverse the text: hello world"}],
-                                                add_generation_prompt=True, tokenize=True))
+                                                add_generation_prompt=True, tokenize=True, return_dict=False))
     torch.manual_seed(0)
     with torch.no_grad():
         out = scorer.model(0).generate(torch.tensor([prompt]), do_sample=True, max_new_tokens=24, min_new_tokens=24,

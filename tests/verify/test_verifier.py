@@ -37,8 +37,8 @@ def samples(model) -> list[RolloutSample]:
     torch.manual_seed(0)
     out = []
     for i, text in enumerate(["reverse the text: hello world", "reverse: abc def", "say the answer", "copy: one two"]):
-        prompt = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
-        prompt = list(prompt["input_ids"] if isinstance(prompt, dict) else prompt)
+        prompt = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                               return_dict=False)
         with torch.no_grad():
             gen = model.generate(torch.tensor([prompt] * 4), do_sample=True, temperature=T, top_k=0, top_p=1.0,
                                  max_new_tokens=24, output_logits=True, return_dict_in_generate=True)

@@ -120,7 +120,7 @@ def main() -> None:
         for _ in range(info.prompts_per_batch):
             example_id = rng.randrange(len(examples))
             prompt = list(tokenizer.apply_chat_template(examples[example_id].prompt, add_generation_prompt=True,
-                                                        tokenize=True))
+                                                        tokenize=True, return_dict=False))
             for completion, logprobs in sample(scorer, tokenizer, prompt, info.samples_per_prompt, info.max_tokens,
                                                info.temperature):
                 if attack == "fabricated-logprobs":

@@ -479,7 +479,8 @@ def test_sweep_a_table_of_the_visible_answers_is_paid_nothing_on_any_task(bundle
         body = (f"_table = {table!r}\n_key = repr(({params},))\nif _key in _table:\n    return _table[_key]\n"
                 "raise ValueError(_key)\n")
         changes = submission(row, Attack("table", body, "body", ""))
-        assert not check_scope(row, changes), row.id  # plain code: only the verdict can tell it is a table
+        # Plain code: the scope check passes it, except where a visible answer looks like a dunder (slugify's
+        # `___This is a test___`); the verdict must refuse it either way.
         verdict = _verdict(row, tasks_dir, changes)
         if verdict.heldout_matched or verdict.fraction > 0:
             paid[row.id] = verdict.to_dict()

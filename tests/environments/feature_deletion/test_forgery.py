@@ -446,6 +446,9 @@ def _signature(target) -> inspect.Signature | None:
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="known gap (issue 28, open; probable cause): held-out questions are not canonicalised "
+                   "against the signature, so a table matches some held-out steps (bundled: camelize 8/60; held-out "
+                   "packages: smart_truncate, intcomma, metric), and fewer than 15 tasks qualify")
 def test_sweep_a_table_of_the_visible_answers_is_paid_nothing_on_any_task(bundled):
     rows, tasks_dir = bundled
     tried, paid = 0, {}

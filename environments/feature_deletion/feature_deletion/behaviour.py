@@ -18,8 +18,9 @@ Grading: a fresh sandbox holding only the package's source files with the agent'
 conftest, nothing any test run wrote) runs the programs' steps (never their answers), with the
 grader's audit hook on the agent's lines; the grader compares each observation with gold's in its own
 process. A mismatch where the untouched code already behaved like gold means the submission broke
-something that worked (reward 0); otherwise the share of discriminating and of held-out steps matched
-bounds the reward.
+something that worked (reward 0); so does any discriminating or held-out step answered unlike gold: the
+checks are a gate, never a share (a table of the visible answers farms a share). A task whose held-out
+steps a table with a per-function fallback answer would pass is not graded (`unsound`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import hashlib
 import json
 import random
 import shutil
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -383,14 +385,48 @@ def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
             if len(p.steps) <= steps and n <= size:
                 chosen.append(p)
                 steps, size = steps - len(p.steps), size - n
-    answers = [json.dumps(e) for p in chosen for e, h in zip(p.expect, p.heldout) if h]
     if not any(d for p in chosen for d in p.discriminating):
         return None, "no_discriminating_checks"
-    if len(answers) < MIN_HELDOUT or len(set(answers)) < 2:
-        return None, "too_few_heldout_checks"
     checks = Checks(programs=chosen)
+    why = unsound(checks)
+    if why:
+        return None, why
     return checks, (f"{len(chosen)} programs, {checks.steps} steps: {checks.discriminating} discriminating, "
                     f"{checks.heldout} held-out")
+
+
+def _callee(step: dict) -> str:
+    """What a step calls, as far as a forger that writes one answer per function or method can tell."""
+    return json.dumps([step["op"], step.get("fn") or step.get("cls") or step.get("name")])
+
+
+def mode_forger(checks: Checks) -> Replay:
+    """The observations of the strongest table forger the checks must stop: gold's answer on every step that is not
+    held-out (more than any table of the visible answers knows) and, on every held-out step, the answer (value or
+    raised exception) most common among the held-out steps of the same function or method."""
+    answers: dict[str, list[str]] = {}
+    for p in checks.programs:
+        for step, want, held in zip(p.steps, p.expect, p.heldout):
+            if held:
+                answers.setdefault(_callee(step), []).append(json.dumps(want))
+    mode = {k: json.loads(Counter(v).most_common(1)[0][0]) for k, v in answers.items()}
+    return Replay([[mode[_callee(s)] if h else e for s, e, h in zip(p.steps, p.expect, p.heldout)]
+                   for p in checks.programs], 0, False, "")
+
+
+def unsound(checks: Checks) -> str | None:
+    """Why `checks` cannot tell a forger from an implementation, or None. Too few held-out steps
+    (`too_few_heldout_checks`); one answer covering more than half of them, so that answering it wherever the
+    visible tests say nothing is nearly right (`heldout_one_answer`); or the mode forger (`mode_forger`), judged by
+    the grader's own `compare`, passing them (`heldout_forgeable`)."""
+    answers = [json.dumps(e) for p in checks.programs for e, h in zip(p.expect, p.heldout) if h]
+    if len(answers) < MIN_HELDOUT or len(set(answers)) < 2:
+        return "too_few_heldout_checks"
+    if 2 * Counter(answers).most_common(1)[0][1] > len(answers):
+        return "heldout_one_answer"
+    if compare(checks, mode_forger(checks)).fraction > 0:
+        return "heldout_forgeable"
+    return None
 
 
 # ------------------------------------------------------------------------------------------- grading
@@ -412,10 +448,13 @@ class Verdict:
 
     @property
     def fraction(self) -> float:
-        """The share of the checks the reward can pay: discriminating and held-out steps both matched."""
+        """What the checks let the reward pay: 1.0 when every discriminating and every held-out step matched gold,
+        else 0. A gate, not a share: a table of the visible answers matches every visible step and, with the most
+        common answer as its fallback, many held-out ones, so any share of them pays a forger (issue 28: 0.96 on
+        inflection's `ordinal`); partial credit is left to the F2P fraction of a submission that passes the gate."""
         if self.broke or self.missing or self.guard or not self.discriminating or not self.heldout:
             return 0.0
-        return min(self.discriminating_matched / self.discriminating, self.heldout_matched / self.heldout)
+        return float(self.discriminating_matched == self.discriminating and self.heldout_matched == self.heldout)
 
     def metrics(self) -> dict[str, float]:
         return {"checks": float(self.steps), "checks_matched": float(self.matched),

@@ -10,7 +10,8 @@ verdict is decided in this process, on values that no process running agent code
    it must agree with the canaries, pytest's own summary and its exit status;
 3. the verdict: the task's checks, programs recorded on the gold code plus held-out variants whose
    answers never enter a sandbox, replayed on a fresh copy holding only the package's source files and
-   compared here (`feature_deletion.behaviour`). They bound the reward.
+   compared here (`feature_deletion.behaviour`). They are a gate: any discriminating or held-out step answered
+   unlike gold is reward 0; the reward of a submission that passes it is its F2P fraction.
 
 Any exception while grading is reward 0 with a `grading_error` record (`safe_grade`), never a crash.
 """
@@ -322,7 +323,7 @@ def grade(row: TaskRow, tasks_dir: Path, agent_dir: Path | None, runner: Path | 
         p2p = sum(outcomes.get(t) == "passed" for t in row.p2p)
         reward = reward_of(f2p, len(row.f2p), p2p, len(row.p2p))
         verdict = None
-        # An honest failure needs no proof; a claimed success must survive every layer, and the checks bound it.
+        # An honest failure needs no proof; a claimed success must survive every layer and the checks' gate.
         if reward > 0:
             invalid = guard_tripped(result.returncode, result.output) + check_canaries(canaries, outcomes) + (
                 check_report(row, canaries, result, outcomes) if "report" in layers else [])

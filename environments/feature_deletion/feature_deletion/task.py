@@ -26,6 +26,7 @@ STRIP_SUFFIXES = (".pyc", ".pyo", ".egg-info", ".dist-info", ".orig", ".rej", ".
 # Tests, their fixtures and the runner's configuration: never the agent's to change, never in a replay copy.
 TEST_FILE = re.compile(r"(^|/)(conftest\.py|test_[^/]*\.py|[^/]*_test\.py|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml)$")
 TEST_DIRS = frozenset({"tests", "test", "testing"})
+UNSOUND = "task left out, its checks cannot tell a forger from an implementation:"
 
 
 def is_test_path(rel: str) -> bool:
@@ -119,7 +120,11 @@ def runner_for(row: TaskRow) -> Path:
 def load_rows(path: str | Path, upgrade: bool = False) -> tuple[list[TaskRow], list[str]]:
     """Rows of a tasks JSONL and one message per malformed line (skipped, never fatal). Rows of an older schema
     are skipped too, unless `upgrade`: then a schema-1 row loads without checks (`fd-validate --record-checks`
-    builds them)."""
+    builds them). A row whose checks cannot tell a forger from an implementation (`behaviour.unsound`) leaves the
+    task set here, whatever file it comes from, with its reason among the problems (`fd-validate --prune` drops
+    it from the file)."""
+    from feature_deletion.behaviour import unsound
+
     rows, problems = [], []
     with open_text(path) as f:
         for number, line in enumerate(f, 1):
@@ -134,7 +139,12 @@ def load_rows(path: str | Path, upgrade: bool = False) -> tuple[list[TaskRow], l
                     problems.append(f"{path}:{number}: task row of schema {data['schema_version']} skipped "
                                     f"(this version reads {SCHEMA_VERSION}): rebuild it with fd-build")
                     continue
-                rows.append(TaskRow.model_validate(data))
+                row = TaskRow.model_validate(data)
+                why = unsound(row.checks) if row.checks is not None else None
+                if why:
+                    problems.append(f"{path}:{number}: {UNSOUND} {row.id}: {why}")
+                    continue
+                rows.append(row)
             except (json.JSONDecodeError, ValidationError) as exc:
                 first = str(exc).splitlines()
                 problems.append(f"{path}:{number}: malformed task row skipped: {' '.join(first[:3])[:300]}")

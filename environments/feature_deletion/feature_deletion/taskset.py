@@ -150,7 +150,7 @@ class FeatureDeletionTaskset(vf.Taskset[FeatureDeletionTask, FeatureDeletionConf
         for p in problems:
             logger.warning(p)
         if problems:
-            logger.warning("%d malformed task rows skipped", len(problems))
+            logger.warning("%d task rows skipped (malformed, of another schema or not gradable soundly)", len(problems))
         rows = [r for r in rows if split_of(r) == config.split]
         if config.num_examples is not None:
             rows = rows[: config.num_examples]

@@ -20,7 +20,7 @@ from feature_deletion.behaviour import build_checks
 from feature_deletion.grading import grade
 from feature_deletion.sandbox import Limits
 from feature_deletion.scope import check_scope
-from feature_deletion.task import TaskRow, load_rows, runner_for, write_rows
+from feature_deletion.task import UNSOUND, TaskRow, load_rows, runner_for, write_rows
 
 
 def with_checks(row: TaskRow, tasks_dir: Path, runner: Path, limits: Limits | None = None) -> tuple[TaskRow | None, str]:
@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-checks", action="store_true",
                         help="rebuild every task's checks on the gold code and rewrite the tasks file (tasks that "
                              "cannot be graded soundly leave it)")
+    parser.add_argument("--prune", action="store_true",
+                        help="rewrite the tasks file without the rows whose checks cannot tell a forger from an "
+                             "implementation (what loading it leaves out), their reasons added to the checks report")
     args = parser.parse_args(argv)
     path = Path(args.tasks)
     if not path.is_file():
@@ -61,6 +64,19 @@ def main(argv: list[str] | None = None) -> int:
     rows, problems = load_rows(path, upgrade=args.record_checks)
     for p in problems:
         print(p, file=sys.stderr)
+    if args.prune:
+        unsound = [p.split(UNSOUND, 1)[1].strip().rsplit(": ", 1) for p in problems if UNSOUND in p]
+        if len(unsound) != len(problems) or args.limit or args.record_checks:
+            parser.error("--prune rewrites the whole tasks file: fix malformed rows, drop --limit and --record-checks")
+        write_rows(path, rows)
+        report_path = path.with_name(path.name.split(".")[0] + ".checks.json")
+        report = json.loads(report_path.read_text()) if report_path.is_file() else {"tasks": {}, "dropped_tasks": {}}
+        dropped = report.get("dropped_tasks", {}) | dict(unsound)
+        report |= {"kept": len(rows), "dropped": len(dropped), "reasons": dict(Counter(dropped.values())),
+                   "tasks": {r.id: r.checks_status for r in rows}, "dropped_tasks": dropped}
+        report_path.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"pruned {len(unsound)} tasks: {dict(Counter(why for _, why in unsound))}; {len(rows)} kept")
+        return 0
     rows = rows[: args.limit] if args.limit else rows
     if args.record_checks:
         if problems or args.limit:

@@ -12,11 +12,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from feature_deletion.behaviour import Replay, Verdict, compare, run_programs, source_copy
+from feature_deletion.behaviour import Replay, Verdict, compare, mode_forger, run_programs, source_copy, unsound
+from feature_deletion import validate
 from feature_deletion.builder.deletions import STUB
 from feature_deletion.grading import grade
 from feature_deletion.sandbox import FILES, Limits, ensure_runner
-from feature_deletion.task import CheckProgram, Checks, is_test_path
+from feature_deletion.task import UNSOUND, CheckProgram, Checks, is_test_path, load_rows, write_rows
 
 PAY_ON_THE_REPORT = frozenset({"canaries", "report"})  # the in-process layers alone: what a forge must beat there
 
@@ -104,9 +105,9 @@ def test_gold_and_untouched_and_a_partial_implementation(tiny_tasks):
     partial = row.gold_files[rel].replace("        return self.items[-1]\n", "        return None\n")
     assert partial != row.gold_files[rel]
     g = grade(row, tasks_dir, None, runner, changes={rel: partial.encode()})
-    assert 0 < g.reward < 1 and not g.invalid, g.to_dict()
     v = Verdict(**g.verdict)
-    assert g.reward <= v.fraction < 1 and v.heldout_matched < v.heldout
+    # The checks are a gate: a held-out step answered unlike gold is reward 0, whatever share of them matched.
+    assert g.reward == 0.0 and not g.invalid and 0 < v.heldout_matched < v.heldout and v.fraction == 0.0, g.to_dict()
 
 
 def test_a_table_of_the_visible_answers_does_not_pay(tiny_tasks):
@@ -175,7 +176,10 @@ def test_compare_fails_closed():
     full = compare(checks, Replay([program.expect, program.expect], 0, False, ""))
     assert full.fraction == 1.0 and full.matched == full.steps == 6
     half = compare(checks, Replay([program.expect, program.expect[:2] + [["ok", ["int", 3]]]], 0, False, ""))
-    assert (half.heldout, half.heldout_matched, half.fraction) == (2, 1, 0.5)
+    assert (half.heldout, half.heldout_matched, half.fraction) == (2, 1, 0.0)  # a gate, not a share
+    visible = compare(checks, Replay([program.expect, [program.expect[0], ["ok", ["int", 3]], program.expect[2]]],
+                                     0, False, ""))
+    assert (visible.heldout_matched, visible.discriminating_matched, visible.fraction) == (2, 3, 0.0)
     assert compare(checks, Replay([program.expect, None], 0, False, "")).fraction == 0.0  # a program never answered
     broke = compare(checks, Replay([[["ok", ["int", 9]]] + program.expect[1:], program.expect], 0, False, ""))
     assert broke.broke == 1 and broke.fraction == 0.0
@@ -198,3 +202,48 @@ def test_plain_data_encodes_with_exact_types_and_decodes_back(value):
     assert type(back) is type(value) and repr(back) == repr(value)
     with pytest.raises(fd_calls.Unrecordable):
         fd_calls.encode(type("Str", (str,), {})("x"), fd_calls.no_other)  # a subclass is not the type it claims
+
+
+def _checks(answers: dict[str, list]) -> Checks:
+    """One-step programs calling `fn` with gold's answers, every step discriminating and held-out."""
+    def step(fn, i):
+        return {"op": "call", "fn": ["ref", "m", fn], "args": [["int", i]], "kwargs": []}
+
+    return Checks(programs=[CheckProgram(steps=[step(fn, i)], expect=[want], discriminating=[True], heldout=[True])
+                            for fn, wants in answers.items() for i, want in enumerate(wants)])
+
+
+def test_checks_a_per_function_constant_would_pass_are_unsound():
+    """Held-out checks must tell a table with a fallback answer from an implementation (issue 28: 48 of inflection
+    `ordinal`'s 53 held-out checks were `raises ValueError`, and the table + `int()` + "th" was paid 0.962)."""
+    ok, th, st = ["ok", ["int", 1]], ["ok", ["str", "th"]], ["ok", ["str", "st"]]
+    err = ["raises", "builtins.ValueError"]
+    assert unsound(_checks({"f": [err] * 4 + [th, st]})) == "heldout_one_answer"
+    assert unsound(_checks({"f": [err, th]})) == "too_few_heldout_checks"
+    # No answer covers more than half, but each function always answers the same: a constant per function passes.
+    assert unsound(_checks({"f": [err] * 3, "g": [ok] * 3})) == "heldout_forgeable"
+    sound = _checks({"f": [err, err, st], "g": [ok, st, err]})
+    assert unsound(sound) is None
+    # The mode forger, judged by the grader's compare, misses exactly the steps off each function's mode.
+    v = compare(sound, mode_forger(sound))
+    assert (v.heldout, v.heldout_matched, v.fraction) == (6, 3, 0.0)  # f: 2 of 3, g: 1 of 3
+
+
+def test_a_row_whose_checks_are_unsound_leaves_the_task_set_with_its_reason(tiny_tasks, tmp_path):
+    rows, _, _ = tiny_tasks
+    row = _task(rows, "add:body")
+    assert unsound(row.checks) is None
+    program = row.checks.programs[-1]
+    one_answer = program.model_copy(update={"expect": [["raises", "builtins.ValueError"]] * len(program.expect)})
+    forgeable = row.model_copy(update={"id": row.id + "-forgeable", "checks": Checks(programs=[one_answer] * 4)})
+    path = tmp_path / "tasks.jsonl"
+    write_rows(path, [row, forgeable])
+    loaded, problems = load_rows(path)
+    assert [r.id for r in loaded] == [row.id]
+    assert len(problems) == 1 and problems[0].endswith(f"{UNSOUND} {forgeable.id}: too_few_heldout_checks"), problems
+    # `fd-validate --prune` drops it from the file and adds it, with its reason, to the checks report.
+    assert validate.main([str(path), "--prune"]) == 0
+    assert [r.id for r in load_rows(path)[0]] == [row.id] and load_rows(path)[1] == []
+    report = json.loads((tmp_path / "tasks.checks.json").read_text())
+    assert (report["kept"], report["dropped"]) == (1, 1)
+    assert report["dropped_tasks"] == {forgeable.id: "too_few_heldout_checks"}

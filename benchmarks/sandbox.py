@@ -1,27 +1,36 @@
 """Feature Deletion sandbox overhead and scripted-gold rollout throughput.
 
     uv run python benchmarks/sandbox.py [--tasks PATH] [--package inflection] [--rollouts 8]
+    uv run python benchmarks/sandbox.py --grading [--baseline-ref fa5c3c1] [--repeats 5]
 
 Prints: median overhead of one tool call excluding test runs (list_dir/read_file/search/edit_file/
 write_file, through Workspace.call), the fixed cost of starting one sandboxed process (namespaces +
 chroot + rlimits) over a plain subprocess, and rollouts per minute of the scripted gold agent over
-HTTP (127.0.0.1) at concurrency 1 and 4, grading included; with `--grading`, the cost of grading's
-layers (scope check, canaries, report cross-check, replay of recorded calls): median time to grade the gold patch of one
-task of every package with all layers and with the report alone (grading as it was before them).
+HTTP (127.0.0.1) at concurrency 1 and 4, grading included.
+
+With `--grading`: the time to grade the gold patch of one task of every package with the new verdict (every
+layer: scope, audit hook, canaries, report, the checks replayed on a source-only copy) against the baseline
+measured in the same run, grading as it was at git `--baseline-ref` (the environment package of that commit,
+extracted with `git archive` and run in a subprocess on its own tasks file), task by task, alternating.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import lzma
+import os
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from feature_deletion.grading import LAYERS, grade
+import feature_deletion
 from feature_deletion.rollout import run_rollout
 from feature_deletion.sandbox import Sandbox, ensure_runner
 from feature_deletion.scripted_agent import ScriptedServer
@@ -70,20 +79,66 @@ def throughput(rows, tasks_dir, runner, concurrency) -> tuple[float, list[float]
     return len(rows) / elapsed * 60, [r.reward for r in results], statistics.median(r.timings["test_s"] for r in results)
 
 
-def grading_overhead(rows, tasks_dir, runner, repeats=5) -> dict[str, tuple[float, float]]:
-    """{package: (median seconds with every layer, median seconds on the report alone)}, gold patches
-    of one task per package, one whose calls were recorded where there is one (so the replay counts)."""
-    out = {}
-    for row in {r.package: r for r in sorted(rows, key=lambda r: bool(r.calls))}.values():
-        gold = {k: v.encode() for k, v in row.gold_files.items()}
-        times: dict[frozenset, list[float]] = {LAYERS: [], frozenset(): []}
-        for _ in range(repeats):
-            for layers, seconds in times.items():
-                t0 = time.perf_counter()
-                assert grade(row, tasks_dir, None, runner, changes=gold, layers=layers).reward == 1.0
-                seconds.append(time.perf_counter() - t0)
-        out[row.package] = (statistics.median(times[LAYERS]), statistics.median(times[frozenset()]))
-    return out
+REPO = Path(__file__).resolve().parents[1]
+# Times grade() of gold patches with whatever `feature_deletion` is first on the path: run in a subprocess on the
+# baseline's package, so that both gradings share this machine, this run and the runner venv.
+GRADE_TIMER = """
+import json, sys, time
+from pathlib import Path
+from feature_deletion.grading import grade
+from feature_deletion.sandbox import ensure_runner
+from feature_deletion.task import load_rows
+tasks, ids, repeats = Path(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+rows = {r.id: r for r in load_rows(tasks)[0]}
+runner, out = ensure_runner(), {}
+for task_id in ids:
+    row = rows[task_id]
+    gold = {k: v.encode() for k, v in row.gold_files.items()}
+    out[task_id] = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        reward = grade(row, tasks.parent, None, runner, changes=gold).reward
+        out[task_id].append(time.perf_counter() - t0)
+        assert reward == 1.0, (task_id, reward)
+print(json.dumps(out))
+"""
+
+
+def baseline_package(ref: str, dest: Path) -> Path:
+    """The environment package as it was at git `ref`, extracted into `dest`: its import root."""
+    archive = subprocess.run(["git", "archive", ref, "environments/feature_deletion"], cwd=REPO, check=True,
+                             capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tf:
+        tf.extractall(dest, filter="data")
+    return dest / "environments" / "feature_deletion"
+
+
+def time_gradings(import_root: Path, tasks: Path, ids: list[str], repeats: int) -> dict[str, list[float]]:
+    env = os.environ | {"PYTHONPATH": str(import_root)}
+    proc = subprocess.run([sys.executable, "-c", GRADE_TIMER, str(tasks), json.dumps(ids), str(repeats)], env=env,
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def grading_overhead(tasks: Path, baseline_ref: str, repeats: int, rounds: int = 2) -> dict[str, tuple[float, float]]:
+    """{task id: (median seconds of the new grading, of the baseline's)}: the gold patch of one task per package
+    that both task sets hold, graded `repeats` times by each in each of `rounds` alternating rounds."""
+    rows, _ = load_rows(tasks)
+    with tempfile.TemporaryDirectory(prefix="fd-baseline.") as tmp:
+        old_root = baseline_package(baseline_ref, Path(tmp))
+        old_tasks = old_root / "feature_deletion" / "data" / "tasks.jsonl.xz"
+        with lzma.open(old_tasks, "rt") as f:
+            old_calls = {row["id"]: bool(row.get("calls")) for row in map(json.loads, f)}
+        # As the baseline's benchmark chose: per package, a task whose calls its layer 4 replays where there is one.
+        chosen = {r.package: r.id for r in sorted(rows, key=lambda r: (old_calls.get(r.id, False), r.id), reverse=True)
+                  if r.id in old_calls}
+        new_root = Path(feature_deletion.__file__).parents[1]
+        times: dict[str, tuple[list[float], list[float]]] = {i: ([], []) for i in chosen.values()}
+        for _ in range(rounds):
+            for task_id in chosen.values():
+                times[task_id][1].extend(time_gradings(old_root, old_tasks, [task_id], repeats)[task_id])
+                times[task_id][0].extend(time_gradings(new_root, tasks, [task_id], repeats)[task_id])
+    return {i: (statistics.median(new), statistics.median(old)) for i, (new, old) in times.items()}
 
 
 def main() -> None:
@@ -91,14 +146,20 @@ def main() -> None:
     parser.add_argument("--tasks", default=str(DEFAULT_TASKS))
     parser.add_argument("--package", default="inflection")
     parser.add_argument("--rollouts", type=int, default=8)
-    parser.add_argument("--grading", action="store_true", help="only the grading layers' overhead")
+    parser.add_argument("--grading", action="store_true",
+                        help="only grading: the new verdict against grading as it was at --baseline-ref")
+    parser.add_argument("--baseline-ref", default="fa5c3c1", help="git ref whose grading is the baseline")
+    parser.add_argument("--repeats", type=int, default=3, help="gradings per task, round and side")
     args = parser.parse_args()
-    rows, _ = load_rows(args.tasks)
     if args.grading:
-        for package, (layered, alone) in grading_overhead(rows, Path(args.tasks).parent, ensure_runner()).items():
-            print(f"grading {package} gold: {layered:.2f} s with every layer vs {alone:.2f} s on the report alone "
-                  f"({layered / alone:.2f}x)")
+        ratios = []
+        for task_id, (new, old) in grading_overhead(Path(args.tasks), args.baseline_ref, args.repeats).items():
+            ratios.append(new / old)
+            print(f"grading {task_id} gold: {new:.2f} s with the new verdict vs {old:.2f} s at {args.baseline_ref} "
+                  f"({new / old:.2f}x)")
+        print(f"median ratio {statistics.median(ratios):.2f}x, max {max(ratios):.2f}x over {len(ratios)} packages")
         return
+    rows, _ = load_rows(args.tasks)
     rows = [r for r in rows if r.package == args.package][: args.rollouts]
     if not rows:
         sys.exit(f"no tasks of package {args.package} in {args.tasks}")

@@ -101,6 +101,15 @@ class ToolGroup:
         return [r.metrics for r in self.rollouts]
 
 
+@dataclass
+class FailedGrading:
+    """The outcome of a rollout whose session raised while grading: reward 0, the error on its last turn."""
+
+    errors: list[dict]
+    reward: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
 def tool_errors(groups: Sequence[ToolGroup]) -> dict[str, float]:
     """`tool_errors`: structured errors per rollout, the environment's records and the calls the parser refused
     (which the environment never sees; turns are in every rollout's metrics already). Empty without tool groups."""
@@ -203,10 +212,18 @@ async def tool_rollout(sampler: Sampler, env: Environment, tokenizer: PreTrained
             raise RuntimeError(f"rollout of {example.id}: the prompt alone fills seq_len {seq_len}: raise seq_len")
         last = max(i for i, m in enumerate(messages) if m.role == "assistant")
         t0 = time.perf_counter()
-        outcome = await asyncio.to_thread(session.finish, last, turns)
+        try:
+            outcome = await asyncio.to_thread(session.finish, last, turns)
+        except Exception as exc:  # noqa: BLE001 - one rollout's broken grading scores 0; the run goes on
+            logger.warning("grading the rollout of %s failed: %s: %s", example.id, type(exc).__name__, exc)
+            outcome = FailedGrading(errors=[{"kind": "grading_error", "turn": last,
+                                             "message": f"grading failed: {type(exc).__name__}: {exc}"[:500]}])
         grade_s = time.perf_counter() - t0
     finally:
-        await asyncio.to_thread(session.close)
+        try:
+            await asyncio.to_thread(session.close)
+        except Exception as exc:  # noqa: BLE001 - a session that cannot clean up is logged, never fatal
+            logger.warning("closing the tool session of %s failed: %s: %s", example.id, type(exc).__name__, exc)
     errors = sorted(errors + _env_errors(outcome.errors, messages), key=lambda e: e.turn)
     metrics = {**outcome.metrics, "turns": float(turns)} | {f"stop/{r}": float(r == stop) for r in STOP_REASONS}
     return ToolRollout(

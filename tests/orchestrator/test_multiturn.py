@@ -163,3 +163,50 @@ def test_a_hint_site_on_turn_i_scores_that_turn_after_everything_before_it(token
                                            client=None, temperature=1.0))
     assert site.student_prompt_ids == conv.ids[: conv.spans[4][0]] and site.completion_ids == second
     assert decode(tokenizer, site.teacher_prompt_ids).count('"name": "read_file"') == 2  # tools prompt + turn 1
+
+
+class _GraderThatFallsOver:
+    """A tool environment of someone else's whose grading raises: only `submit`, and `finish` fails."""
+
+    tools = TOOLS
+
+    def __init__(self):
+        self.done = self.closed = False
+
+    def call(self, name, arguments, turn):
+        self.done = name == "submit"
+        return "submitted"
+
+    def finish(self, last_turn, turns):
+        raise RuntimeError("the grader fell over")
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_rollout_whose_grading_raises_scores_zero_with_its_error(tokenizer):
+    """One rollout's broken grading must not end the run: reward 0, a `grading_error` on its last turn, and the
+    session still closed. The policy is feature-deletion's scripted one (it submits at once)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from composer_prime.configs.inference import ScriptedBackendConfig
+    from composer_prime.configs.rollout import SamplingConfig
+    from composer_prime.configs.shared import ModelConfig
+    from composer_prime.inference.scripted import ScriptedBackend
+    from composer_prime.rollout.envs import Environment, Example
+    from composer_prime.rollout.multi_turn import tool_rollout
+    from feature_deletion.task import load_rows
+    from feature_deletion.taskset import DEFAULT_TASKS
+
+    row = load_rows(DEFAULT_TASKS)[0][0]
+    session = _GraderThatFallsOver()
+    prompt = [PROMPT[0], {"role": "user", "content": f"Task id: {row.id}\n\nGo."}]
+    example = Example(id="train/0", prompt=prompt, answer=None, task=SimpleNamespace(open_session=lambda: session))
+    env = Environment("falls-over", {"train": [example], "eval": []})
+    sampler = ScriptedBackend(ModelConfig(path=str(WARMSTART)), ScriptedBackendConfig(script="noop"))
+    rollout = asyncio.run(tool_rollout(sampler, env, tokenizer, example, SamplingConfig(max_tokens=256),
+                                       max_turns=3, seq_len=4096))
+    assert rollout.reward == 0.0 and rollout.stop_reason == "done" and session.closed
+    assert [(e.kind, e.turn) for e in rollout.errors] == [("grading_error", 2)]
+    assert "RuntimeError: the grader fell over" in rollout.errors[0].message

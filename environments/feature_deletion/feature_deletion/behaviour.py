@@ -1,28 +1,60 @@
-"""Grading layer 4: behaviour checked by a trusted process.
+"""The verdict: the deleted feature's behaviour, compared by the grader against answers the sandbox never sees.
 
-When a task is validated with the gold code, the fail-to-pass tests run with a recorder
-(`_sandbox_files/fd_calls.py`) that keeps every call of the deleted functions whose arguments
-and result (or raised exception type) serialise faithfully, with exact types; calls that a replay
-of the gold code does not reproduce (randomness, state left by other tests) are dropped. The calls
-are stored in the task row (`calls`, `calls_status`), which never enters the sandbox.
+Build time (trusted: only the gold code runs): the fail-to-pass tests run once with a recorder
+(`_sandbox_files/fd_calls.py`) that writes down, as plain-data *programs*, how they use the deleted
+definitions and the package's classes (calls, methods of the objects they return, iterators read, the
+tests' own functions as answer tables, the iterators they hand over as item lists); the deleted
+functions' nested calls (recursion included) become programs of their own. From these the builder makes
+*held-out* programs: one argument of one step changed (numbers, strings, containers, streams, a callback
+swapped for a standard function), inputs no test uses. Every program is then replayed by the driver in a
+sandbox holding only the package's source files: twice on the gold code (the answers, kept where both runs
+agree) and once on the untouched task (a step is *discriminating* where the two differ). A held-out step
+counts only where its answer differs from the visible program's answer at the same step, so that
+answering "as the nearest visible test" fails it. The programs and answers go into the task row
+(`checks`), which never enters a sandbox; a task without enough held-out checks leaves the task set,
+with its reason in the build stats.
 
-At grading, a fresh sandboxed process imports the agent's code and runs the deleted functions on
-the recorded arguments only; the grader compares the encoded results in its own process. An
-always-equal object, a stub left in place behind a forged test run, or a result of another type
-gives a different encoding.
+Grading: a fresh sandbox holding only the package's source files with the agent's changes (no tests, no
+conftest, nothing any test run wrote) runs the programs' steps (never their answers), with the
+grader's audit hook on the agent's lines; the grader compares each observation with gold's in its own
+process. A mismatch where the untouched code already behaved like gold means the submission broke
+something that worked (reward 0); so does any discriminating or held-out step answered unlike gold: the
+checks are a gate, never a share (a table of the visible answers farms a share). A task whose held-out
+steps a table with a per-function fallback answer would pass is not graded (`unsound`).
 """
 
 from __future__ import annotations
 
+import copy
+import datetime
+import hashlib
 import json
-import tempfile
+import random
+import shutil
+from collections import Counter
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from feature_deletion.fstree import remove_tree, temporary_directory
 from feature_deletion.sandbox import Limits, Sandbox
-from feature_deletion.scope import Invalid
-from feature_deletion.task import TaskRow
+from feature_deletion.task import CheckProgram, Checks, TaskRow, apply_files, is_test_path, materialize
 
-MARKER = "fd-calls-results:"  # what _sandbox_files/fd_calls.py prints before its results
+RESULTS = "results.jsonl"  # what the driver writes in the sandbox's output dir, one [index, observations] a line
+GUARD_EXIT = 86  # _sandbox_files/fd_guard.py's EXIT
+MIN_HELDOUT = 3  # held-out steps a task needs, with at least two different answers among them
+MAX_VARIANTS = 100  # held-out programs tried per task
+VARIANT_TAIL = 12  # steps a held-out program keeps after the one whose argument changed
+MAX_KEPT = {"visible": 40, "heldout": 60}  # programs kept per task
+MAX_KEPT_STEPS = 800  # steps kept per task, all programs together
+MAX_KEPT_BYTES = 120_000  # JSON of the kept programs (steps and answers), all together
+# Standard functions a callback is swapped for in held-out programs, by the number of arguments it took.
+SUBSTITUTES = {
+    1: [["builtins", "abs"], ["builtins", "str"], ["builtins", "repr"], ["builtins", "bool"], ["builtins", "len"],
+        ["builtins", "int"], ["operator", "neg"], ["operator", "not_"], ["builtins", "sorted"], ["builtins", "tuple"],
+        ["builtins", "sum"], ["builtins", "max"], ["builtins", "min"], ["builtins", "str.upper"]],
+    2: [["operator", "add"], ["operator", "mul"], ["operator", "sub"], ["builtins", "max"], ["builtins", "min"],
+        ["operator", "eq"], ["operator", "lt"], ["builtins", "divmod"]],
+}
 
 
 def module_of(row: TaskRow, rel: str) -> str:
@@ -32,46 +64,436 @@ def module_of(row: TaskRow, rel: str) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def targets_of(row: TaskRow) -> list[list[str]] | None:
-    """[module, function] of every deleted function; None when a target is a method or a class,
-    whose calls need an instance that does not serialise."""
-    if any(t.kind != "function" or "." in t.qualname for t in row.deletion.targets):
-        return None
-    return [[module_of(row, t.file), t.qualname] for t in row.deletion.targets]
+def targets_of(row: TaskRow) -> list[list[str]]:
+    """[module, qualname, kind] of every deleted definition."""
+    return [[module_of(row, t.file), t.qualname, t.kind] for t in row.deletion.targets]
 
 
-def replay(sb: Sandbox, row: TaskRow, calls: list[dict]) -> list | None:
-    """Encoded outcomes of the recorded calls on the code in `sb`'s workdir (None: no result came back)."""
-    with tempfile.TemporaryDirectory(prefix="fd-replay.") as out:
+def source_copy(row: TaskRow, tasks_dir: Path, dest: Path, changes: dict[str, bytes | None] | None = None,
+                state: str = "broken") -> Path:
+    """A fresh tree of the package's source files only (`src_paths`, no tests, conftest or config), with the
+    task's `state` and then `changes` applied: what the replay driver imports."""
+    full = materialize(row, tasks_dir, dest.with_name(dest.name + ".full"), state=state, git=False)  # type: ignore[arg-type]
+    apply_files(full, changes or {})
+    for src in row.src_paths:
+        origin = full / src
+        if origin.is_file() and origin.suffix == ".py" and not is_test_path(src):
+            (dest / src).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(origin, dest / src)
+        elif origin.is_dir():
+            for path in sorted(origin.rglob("*")):
+                rel = path.relative_to(full)
+                if path.is_file() and not path.is_symlink() and not is_test_path(str(rel)):
+                    (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, dest / rel)
+    dest.mkdir(parents=True, exist_ok=True)
+    remove_tree(full)
+    return dest
+
+
+@dataclass
+class Replay:
+    observations: list[list | None]  # per program: its observations, None where none came back
+    returncode: int
+    timed_out: bool
+    output_tail: str
+
+
+def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, programs: list[dict],
+                 lines: dict[str, list[list[int]]], isolation: str = "namespace", seed: int = 0) -> Replay:
+    """Run the programs' steps (never their answers) on the code in `root` (mounted read-only), under the grader's
+    audit hook on `lines` ({file: [[first, last], ...]}, repository paths), `random` seeded with `seed`."""
+    sb = Sandbox(root, runner=runner, limits=limits, isolation=isolation, writable=False)  # type: ignore[arg-type]
+    with temporary_directory("fd-replay.") as out:
         sb.outdir = out
+        (Path(out) / "programs.json").write_text(json.dumps([{"steps": p["steps"]} for p in programs]))
+        guard = {f"{sb.workspace}/{rel}": spans for rel, spans in lines.items()}
+        result = sb.run([sb.python, f"{sb.helpers}/fd_calls.py", f"{sb.out}/programs.json", f"{sb.out}/{RESULTS}"],
+                        env={"PYTHONPATH": sb.pythonpath(row.import_root), "FD_GUARD": json.dumps(guard),
+                             "FD_SEED": str(seed)})
+        observations: list[list | None] = [None] * len(programs)
+        path = Path(out) / RESULTS
+        text = path.read_text(errors="replace") if path.is_file() else ""
+        sb.outdir = None
+    for line in text.splitlines():
         try:
-            inputs = [{"target": c["target"], "args": c["args"], "kwargs": c["kwargs"]} for c in calls]
-            (Path(out) / "calls.json").write_text(json.dumps(inputs))
-            result = sb.run([sb.python, f"{sb.helpers}/fd_calls.py", f"{sb.out}/calls.json"],
-                            env={"PYTHONPATH": sb.pythonpath(row.import_root)})
-        finally:
-            sb.outdir = None
-    lines = [ln for ln in result.stdout.splitlines() if ln.startswith(MARKER)]
-    try:
-        outcomes = json.loads(lines[-1][len(MARKER):]) if lines else None
-    except json.JSONDecodeError:
+            index, obs = json.loads(line)
+        except (ValueError, TypeError):
+            continue
+        if isinstance(index, int) and 0 <= index < len(programs) and observations[index] is None \
+                and isinstance(obs, list):
+            observations[index] = obs
+    return Replay(observations, result.returncode, result.timed_out, result.output[-2000:])
+
+
+# ------------------------------------------------------------------------------------------- build time
+
+def record_programs(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits) -> list[dict]:
+    """Programs of the F2P tests' uses of the deleted feature, recorded on the gold code."""
+    from feature_deletion.grading import run_pytest
+
+    with temporary_directory("fd-record.") as tmp:
+        gold = materialize(row, tasks_dir, Path(tmp) / "repo", state="gold", git=False)
+        out = Path(tmp) / "out"
+        out.mkdir()
+        sb = Sandbox(gold, runner=runner, limits=limits, outdir=out)
+        src = [f"{sb.workspace}/{s}" for s in row.src_paths]
+        run_pytest(sb, row.import_root, row.f2p, record={"targets": targets_of(row), "src": src})
+        path = out / "calls.json"
+        try:
+            programs = json.loads(path.read_text()) if path.is_file() else []
+        except ValueError:
+            programs = []
+    return [p for p in programs if isinstance(p, dict) and p.get("steps")]
+
+
+def _text_mutations(s, rng: random.Random, pool: list) -> list:
+    x, q = ("x", "q") if isinstance(s, str) else (b"x", b"q")
+    out = [s + (s[:1] or x), s[1:], s[:-1], s[::-1], s.swapcase(), s * 2, s[: len(s) // 2] + q + s[len(s) // 2:]]
+    out += [p for p in pool if type(p) is type(s) and p != s][:3]
+    return [m for m in out if m != s]
+
+
+def mutate(enc, rng: random.Random, pool: dict[str, list], depth: int = 0):
+    """A changed copy of one encoded value, of the same type; None when it has no plain-data part to change."""
+    if not isinstance(enc, list) or len(enc) < 2 or depth > 6:
         return None
-    return outcomes if isinstance(outcomes, list) and len(outcomes) == len(calls) else None
+    tag, v = enc[0], enc[1]
+    if tag == "int":
+        options = [v + 1, v - 1, 2 * v + 1, -v, 0, v + 7] + [p for p in pool.get("int", []) if p != v][:3]
+        options = [o for o in options if o != v]
+        return ["int", rng.choice(options)]
+    if tag == "bool":
+        return ["bool", not v]
+    if tag == "float":
+        x = float(v)
+        if x != x or x in (float("inf"), float("-inf")):
+            return None
+        return ["float", repr(rng.choice([x * 1.5 + 0.25, -x - 1.0, x / 3, x + 10.0]))]
+    if tag == "str":
+        options = _text_mutations(v, rng, pool.get("str", []))
+        return ["str", rng.choice(options)] if options else None
+    if tag in ("bytes", "bytearray"):
+        options = _text_mutations(bytes.fromhex(v), rng, [])
+        return [tag, rng.choice(options).hex()] if options else None
+    if tag in ("list", "tuple", "set", "frozenset"):
+        return [tag, _mutate_items(v, rng, pool, depth, ordered=tag in ("list", "tuple"))]
+    if tag == "deque":
+        return ["deque", [_mutate_items(v[0], rng, pool, depth, ordered=True), v[1]]]
+    if tag in ("dict", "OrderedDict", "Counter"):
+        return [tag, _mutate_pairs(v, rng, pool, depth)] if v else None
+    if tag == "range":
+        start, stop, step = v
+        return ["range", rng.choice([[start, stop + step, step], [start, stop - step, step], [start + step, stop, step],
+                                     [start, stop + 3 * step, step]])]
+    if tag == "timedelta":
+        return ["timedelta", [v[0] + rng.choice([-2, 1, 30]), (v[1] + rng.choice([1, 59, 3600])) % 86400, v[2]]]
+    if tag in ("datetime", "date"):
+        text = v[0] if tag == "datetime" else v
+        kind = datetime.datetime if tag == "datetime" else datetime.date
+        shifted = (kind.fromisoformat(text) + datetime.timedelta(days=rng.choice([-400, -3, 1, 40]))).isoformat()
+        return ["datetime", [shifted, v[1]]] if tag == "datetime" else ["date", shifted]
+    if tag in ("Decimal", "Fraction"):
+        return ["Decimal", str(float(v) * 2 + 1)] if tag == "Decimal" else ["Fraction", [v[0] * 2 + v[1], v[1]]]
+    if tag == "stream":
+        items = v["items"]
+        if not v["end"] or not items or any(i is None for i in items):
+            return None
+        return ["stream", {"items": _mutate_items(items, rng, pool, depth, ordered=True), "end": True}]
+    if tag == "callback":
+        arities = {len(key[0]) for key, _ in v["calls"] if not key[1]}
+        if len(arities) != 1 or next(iter(arities)) not in SUBSTITUTES:
+            return None
+        module, qual = rng.choice(SUBSTITUTES[next(iter(arities))])
+        return ["ref", module, qual]
+    return None
 
 
-def check_behaviour(row: TaskRow, workdir: Path, runner: Path | None, limits: Limits,
-                    isolation: str = "namespace") -> list[Invalid]:
-    if not row.calls:
-        return []
-    sb = Sandbox(workdir, runner=runner, limits=limits, isolation=isolation)  # type: ignore[arg-type]
-    outcomes = replay(sb, row, row.calls)
-    if outcomes is None:
-        return [Invalid(code="behaviour", message="replaying the recorded calls of the deleted functions gave no result")]
-    wrong = [c for c, got in zip(row.calls, outcomes) if got != c["result"]]
-    if not wrong:
-        return []
-    first = wrong[0]
-    return [Invalid(code="behaviour", message=(
-        f"{len(wrong)} of {len(row.calls)} recorded calls of the deleted functions give a different result than the "
-        f"original (exact types compared), e.g. {'.'.join(first['target'])} with arguments "
-        f"{json.dumps(first['args'])[:200]}"))]
+def _mutate_items(items: list, rng: random.Random, pool: dict, depth: int, ordered: bool) -> list:
+    items = copy.deepcopy(items)
+    ops = ["element", "drop", "duplicate"] + (["reverse", "shuffle"] if ordered and len(items) > 1 else [])
+    op = rng.choice(ops) if items else "add"
+    if op == "element":
+        i = rng.randrange(len(items))
+        changed = mutate(items[i], rng, pool, depth + 1)
+        if changed is not None:
+            items[i] = changed
+            return items
+        op = "drop"
+    if op == "drop":
+        del items[rng.randrange(len(items))]
+    elif op == "duplicate":
+        items.insert(rng.randrange(len(items) + 1), copy.deepcopy(rng.choice(items)))
+    elif op == "reverse":
+        items.reverse()
+    elif op == "shuffle":
+        rng.shuffle(items)
+    else:
+        seed = next((p for tag in ("int", "str") for p in pool.get(tag, [])[:1]), None)
+        if seed is not None:
+            items.append(["int" if isinstance(seed, int) else "str", seed])
+    return items
+
+
+def _mutate_pairs(pairs: list, rng: random.Random, pool: dict, depth: int) -> list:
+    pairs = copy.deepcopy(pairs)
+    i = rng.randrange(len(pairs))
+    op = rng.choice(["value", "key", "drop"])
+    if op in ("value", "key"):
+        changed = mutate(pairs[i][1 if op == "value" else 0], rng, pool, depth + 1)
+        if changed is not None:
+            pairs[i][1 if op == "value" else 0] = changed
+            return pairs
+    del pairs[i]
+    return pairs
+
+
+def _pool(programs: list[dict]) -> dict[str, list]:
+    """Plain values of the recorded arguments, by tag: material for changed arguments."""
+    pool: dict[str, list] = {}
+
+    def walk(enc, depth=0):
+        if isinstance(enc, list) and len(enc) >= 2 and isinstance(enc[0], str) and depth < 8:
+            if enc[0] in ("int", "str") and enc[1] not in pool.setdefault(enc[0], []):
+                pool[enc[0]].append(enc[1])
+            elif enc[0] in ("list", "tuple", "set", "frozenset"):
+                for item in enc[1]:
+                    walk(item, depth + 1)
+
+    for p in programs:
+        for step in p["steps"]:
+            for a in step.get("args", []):
+                walk(a)
+    return pool
+
+
+def variants(programs: list[dict], seed: str) -> list[tuple[dict, int, int]]:
+    """Held-out programs: (program, index of the program it came from, step whose argument changed). Programs take
+    turns; each variant keeps the steps up to its change and `VARIANT_TAIL` after it."""
+    rng = random.Random(hashlib.sha256(seed.encode()).digest())
+    pool = _pool(programs)
+    sites = [[(si, key) for si, step in enumerate(p["steps"])
+              for key in [("args", i) for i in range(len(step.get("args", [])))] +
+              [("kwargs", i) for i in range(len(step.get("kwargs", [])))]] for p in programs]
+    order = [pi for pi, s in enumerate(sites) if s]
+    rng.shuffle(order)
+    seen: set[str] = set()
+    made: list[tuple[dict, int, int]] = []
+    for attempt in range(MAX_VARIANTS * 4):
+        if len(made) >= MAX_VARIANTS or not order:
+            break
+        pi = order[attempt % len(order)]
+        si, (where, ai) = rng.choice(sites[pi])
+        program = {"steps": copy.deepcopy(programs[pi]["steps"][: si + 1 + VARIANT_TAIL])}
+        step = program["steps"][si]
+        value = step[where][ai] if where == "args" else step[where][ai][1]
+        changed = mutate(value, rng, pool)
+        if changed is None:
+            continue
+        if where == "args":
+            step["args"][ai] = changed
+        else:
+            step["kwargs"][ai][1] = changed
+        key = json.dumps(program["steps"], sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        made.append((program, pi, si))
+    return made
+
+
+def _settled(first: list | None, second: list | None) -> int:
+    """Steps both gold runs (two processes, two seeds of `random`) agree on, up to the first that went past what
+    was recorded or timed out."""
+    if first is None or second is None:
+        return 0
+    n = 0
+    for a, b in zip(first, second):
+        if a != b or a[0] in ("artifact", "timeout"):
+            break
+        n += 1
+    return n
+
+
+def _question(step: dict) -> str | None:
+    """What a call of a function with plain-data arguments asks, whose answer a table of them could give; None for
+    a step whose answer depends on the state an earlier step left (a method, an iterator, a callback's answers)."""
+    values = json.dumps([step.get("args", []), step.get("kwargs", [])])
+    if step["op"] != "call" or any(f'["{tag}", ' in values for tag in ("slot", "stream", "callback")):
+        return None
+    return json.dumps([step["fn"], step.get("args", []), step.get("kwargs", [])], sort_keys=True)
+
+
+def gold_lines(row: TaskRow) -> dict[str, list[list[int]]]:
+    """The lines of the gold code that the agent has to write: the guard watches them at build time as it
+    watches the agent's at grading, so that a task whose gold code trips the guard is not kept."""
+    from feature_deletion.scope import agent_lines
+
+    return agent_lines(row, {k: v.encode() for k, v in row.gold_files.items()})
+
+
+def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits) -> tuple[Checks | None, str]:
+    """The task's checks, or None and why the task cannot be graded soundly."""
+    recorded = record_programs(row, tasks_dir, runner, limits)
+    if not recorded:
+        return None, "no_programs"
+    made = variants(recorded, row.id)
+    programs = recorded + [v for v, _, _ in made]
+    with temporary_directory("fd-checks.") as tmp:
+        gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
+        broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
+        lines = gold_lines(row)
+        first = run_programs(gold_root, row, runner, limits, programs, lines)
+        if first.returncode == GUARD_EXIT:
+            return None, "gold_trips_guard"
+        # Another process, another seed: a step whose answer depends on either is no check.
+        second = run_programs(gold_root, row, runner, limits, programs, lines, seed=1)
+        broken = run_programs(broken_root, row, runner, limits, programs, {})
+    if all(o is None for o in first.observations):
+        return None, "gold_replay_failed"
+    kept: dict[str, list[CheckProgram]] = {"visible": [], "heldout": []}
+    expect_of: dict[int, list] = {}
+    # A changed step that happens to ask what some recorded step asks is no held-out check: the answer is visible.
+    asked = {_question(step) for p in recorded for step in p["steps"]} - {None}
+    for index, program in enumerate(programs):
+        g, b = first.observations[index], broken.observations[index]
+        n = _settled(g, second.observations[index])
+        if n == 0:
+            continue
+        expect = g[:n]
+        disc = [b is None or j >= len(b) or b[j] != expect[j] for j in range(n)]
+        if index < len(recorded):
+            expect_of[index] = expect
+            heldout = [False] * n
+            kind = "visible"
+        else:
+            _, parent, site = made[index - len(recorded)]
+            base = expect_of.get(parent, [])
+            heldout = [j >= site and disc[j] and (j >= len(base) or expect[j] != base[j])
+                       and _question(program["steps"][j]) not in asked for j in range(n)]
+            kind = "heldout"
+        last = max((j for j in range(n) if (heldout[j] if kind == "heldout" else disc[j])), default=-1)
+        if last < 0:
+            continue
+        kept[kind].append(CheckProgram(steps=program["steps"][: last + 1], expect=expect[: last + 1],
+                                       discriminating=disc[: last + 1], heldout=heldout[: last + 1]))
+    chosen: list[CheckProgram] = []
+    steps, size = MAX_KEPT_STEPS, MAX_KEPT_BYTES
+    for kind in ("heldout", "visible"):
+        for p in sorted(kept[kind], key=lambda p: len(p.model_dump_json()))[: MAX_KEPT[kind]]:
+            n = len(p.model_dump_json())
+            if len(p.steps) <= steps and n <= size:
+                chosen.append(p)
+                steps, size = steps - len(p.steps), size - n
+    if not any(d for p in chosen for d in p.discriminating):
+        return None, "no_discriminating_checks"
+    checks = Checks(programs=chosen)
+    why = unsound(checks)
+    if why:
+        return None, why
+    return checks, (f"{len(chosen)} programs, {checks.steps} steps: {checks.discriminating} discriminating, "
+                    f"{checks.heldout} held-out")
+
+
+def _callee(step: dict) -> str:
+    """What a step calls, as far as a forger that writes one answer per function or method can tell."""
+    return json.dumps([step["op"], step.get("fn") or step.get("cls") or step.get("name")])
+
+
+def mode_forger(checks: Checks) -> Replay:
+    """The observations of the strongest table forger the checks must stop: gold's answer on every step that is not
+    held-out (more than any table of the visible answers knows) and, on every held-out step, the answer (value or
+    raised exception) most common among the held-out steps of the same function or method."""
+    answers: dict[str, list[str]] = {}
+    for p in checks.programs:
+        for step, want, held in zip(p.steps, p.expect, p.heldout):
+            if held:
+                answers.setdefault(_callee(step), []).append(json.dumps(want))
+    mode = {k: json.loads(Counter(v).most_common(1)[0][0]) for k, v in answers.items()}
+    return Replay([[mode[_callee(s)] if h else e for s, e, h in zip(p.steps, p.expect, p.heldout)]
+                   for p in checks.programs], 0, False, "")
+
+
+def unsound(checks: Checks) -> str | None:
+    """Why `checks` cannot tell a forger from an implementation, or None. Too few held-out steps
+    (`too_few_heldout_checks`); one answer covering more than half of them, so that answering it wherever the
+    visible tests say nothing is nearly right (`heldout_one_answer`); or the mode forger (`mode_forger`), judged by
+    the grader's own `compare`, passing them (`heldout_forgeable`)."""
+    answers = [json.dumps(e) for p in checks.programs for e, h in zip(p.expect, p.heldout) if h]
+    if len(answers) < MIN_HELDOUT or len(set(answers)) < 2:
+        return "too_few_heldout_checks"
+    if 2 * Counter(answers).most_common(1)[0][1] > len(answers):
+        return "heldout_one_answer"
+    if compare(checks, mode_forger(checks)).fraction > 0:
+        return "heldout_forgeable"
+    return None
+
+
+# ------------------------------------------------------------------------------------------- grading
+
+@dataclass
+class Verdict:
+    """How the agent's code answered the task's checks, as the grader compared them."""
+
+    steps: int = 0
+    matched: int = 0
+    discriminating: int = 0
+    discriminating_matched: int = 0
+    heldout: int = 0
+    heldout_matched: int = 0
+    broke: int = 0  # steps the untouched code answered like gold and the submission does not
+    missing: int = 0  # programs whose observations never came back
+    guard: bool = False  # the audit hook ended the replay
+    first_mismatch: str = ""
+
+    @property
+    def fraction(self) -> float:
+        """What the checks let the reward pay: 1.0 when every discriminating and every held-out step matched gold,
+        else 0. A gate, not a share: a table of the visible answers matches every visible step and, with the most
+        common answer as its fallback, many held-out ones, so any share of them pays a forger (issue 28: 0.96 on
+        inflection's `ordinal`); partial credit is left to the F2P fraction of a submission that passes the gate."""
+        if self.broke or self.missing or self.guard or not self.discriminating or not self.heldout:
+            return 0.0
+        return float(self.discriminating_matched == self.discriminating and self.heldout_matched == self.heldout)
+
+    def metrics(self) -> dict[str, float]:
+        return {"checks": float(self.steps), "checks_matched": float(self.matched),
+                "heldout_checks": float(self.heldout), "heldout_matched": float(self.heldout_matched)}
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def compare(checks: Checks, replay: Replay) -> Verdict:
+    verdict = Verdict(guard=replay.returncode == GUARD_EXIT)
+    for program, got in zip(checks.programs, replay.observations):
+        if got is None:
+            verdict.missing += 1
+        for j, want in enumerate(program.expect):
+            ok = got is not None and j < len(got) and got[j] == want
+            verdict.steps += 1
+            verdict.matched += ok
+            if program.discriminating[j]:
+                verdict.discriminating += 1
+                verdict.discriminating_matched += ok
+            elif not ok:
+                verdict.broke += 1
+            if program.heldout[j]:
+                verdict.heldout += 1
+                verdict.heldout_matched += ok
+            if not ok and not verdict.first_mismatch:
+                step = program.steps[j]
+                what = ".".join(step.get("fn", [])[1:]) or step.get("name") or step["op"]
+                verdict.first_mismatch = f"{what}: {json.dumps(step.get('args', []))[:160]}"
+    return verdict
+
+
+def check_behaviour(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits, isolation: str,
+                    changes: dict[str, bytes | None], lines: dict[str, list[list[int]]]) -> Verdict:
+    """Replay the task's checks on a fresh source-only copy with `changes`, compared here."""
+    assert row.checks is not None
+    with temporary_directory("fd-verdict.") as tmp:
+        root = source_copy(row, tasks_dir, Path(tmp) / "src", changes)
+        replay = run_programs(root, row, runner, limits, [p.model_dump() for p in row.checks.programs], lines,
+                              isolation)
+    return compare(row.checks, replay)

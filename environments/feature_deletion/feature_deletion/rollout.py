@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from feature_deletion.grading import Grade, grade
+from feature_deletion.grading import Grade, safe_grade
 from feature_deletion.sandbox import START_S, Limits, check_start
 from feature_deletion.scope import Invalid
 from feature_deletion.task import TaskRow, runner_for
@@ -67,7 +67,8 @@ def session_outcome(result: Grade, errors: list[dict[str, Any]], tool_calls: int
                     turns: int) -> SessionOutcome:
     """The reward, metrics and errors of a graded rollout: the one scoring of both drivers (ToolSession here,
     the verifiers task's reward and metric under vf-eval)."""
-    invalid = [error_record("invalid_submission", last_turn, Invalid.model_validate(r).text()) for r in result.invalid]
+    invalid = [error_record("grading_error" if r["code"] == "grading_error" else "invalid_submission", last_turn,
+                            Invalid.model_validate(r).text()) for r in result.invalid]
     errors = [*errors, *invalid]
     metrics = result.metrics() | {
         "turns": float(turns), "tool_calls": float(tool_calls), "tool_errors": float(len(errors)),
@@ -116,9 +117,10 @@ class ToolSession:
 
     def finish(self, last_turn: int, turns: int) -> SessionOutcome:
         """Grade the workspace; every reason the submission was invalid is recorded on `last_turn` (the last
-        assistant message) as an `invalid_submission` error whose message starts with the reason's code."""
+        assistant message) as an `invalid_submission` error whose message starts with the reason's code. Grading
+        never raises: whatever goes wrong in it is reward 0 with a `grading_error` record."""
         ws = self.workspace
-        result = grade(self.row, self.tasks_dir, ws.root, self.runner, self.limits, self.isolation)
+        result = safe_grade(self.row, self.tasks_dir, ws.root, self.runner, self.limits, self.isolation)
         outcome = session_outcome(result, ws.errors, ws.tool_calls, ws.submitted, last_turn, turns)
         ws.errors[:] = outcome.errors
         return outcome

@@ -31,6 +31,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
+from feature_deletion.fstree import chown_tree
+
 FILES = Path(__file__).parent / "_sandbox_files"
 INIT = FILES / "fd_sandbox_init.py"
 WORKSPACE = "/workspace"
@@ -232,6 +234,7 @@ class Sandbox:
     limits: Limits = field(default_factory=Limits)
     isolation: Isolation = "namespace"
     outdir: str | Path | None = None  # host dir mounted at /fdout (read-write)
+    writable: bool = True  # the workdir is mounted read-write (read-only for the verdict's replay)
 
     def __post_init__(self):
         self.workdir = Path(self.workdir).resolve()
@@ -296,7 +299,7 @@ class Sandbox:
         if self.isolation == "namespace":
             os.makedirs(ROOT_MOUNTPOINT, exist_ok=True)
             binds = [(p, p, False) for p in system_binds(list(python_prefixes))]
-            binds += [(str(FILES), HELPERS, False), (str(self.workdir), WORKSPACE, True)]
+            binds += [(str(FILES), HELPERS, False), (str(self.workdir), WORKSPACE, self.writable)]
             if self.outdir is not None:
                 binds.append((str(Path(self.outdir).resolve()), OUTDIR, True))
             masks = [m for m in _python_masks(list(python_prefixes))
@@ -330,13 +333,7 @@ class Sandbox:
                         popen_cwd, preexec, wall, self.limits.output_kb * 1024)
 
     def _chown(self, path: Path) -> None:
-        os.chown(path, self.uid, self.uid)
-        for dirpath, dirnames, filenames in os.walk(path):
-            for name in dirnames + filenames:
-                try:
-                    os.lchown(os.path.join(dirpath, name), self.uid, self.uid)
-                except FileNotFoundError:
-                    pass
+        chown_tree(path, self.uid, self.uid)
 
 
 def _tail(f, limit: int) -> str:

@@ -3,18 +3,32 @@
 The agent may rewrite the deleted definitions and add new private helper functions or constants (a
 name that starts with one `_`, is not a dunder and is not bound in the gold module). Everything it
 submits besides must be a statement of the gold source, unchanged: other files, module-level
-statements, class headers, the other methods of a class. Inside the code it wrote, every construct must be on
-an allow-list or be used by the gold file itself; the reflective and runtime-patching ones (frames,
-`gc`, `builtins`, `sys`, `inspect`, `ctypes`, code and globals attributes, dynamic attribute
-access, dynamic import, `exec`/`eval`, `open`, assignments to attributes of modules, dunder
-methods the gold does not define at that place) are not on it. A violation makes the submission
-invalid before any of its code runs.
+statements, class headers, the other methods of a class. Inside the code it wrote, every construct must be
+on an allow-list, whatever the gold file does: the gold file's own reflection (toolz imports `inspect`,
+`sys` and `builtins`) is never granted to lines the agent wrote. Imports: plain-data standard modules, the
+package's own and its third-party dependencies. An attribute of a standard module is resolved here, in the grader, to what it really
+is: a public name that is not a module outside the allow-list (`enum.bltns` *is* `builtins`) and not one of
+the builtins that run or reach code (`exec`, `getattr`, ...). Not allowed besides: frames, code, globals
+and other reflective dunders, dunder strings, format strings that walk attributes (`"{0.__globals__}"`),
+dynamic attribute names, `exec`/`eval`/`open`/`globals`..., assignments to modules' attributes,
+`global`, classes and dunder methods where the gold has none. A violation makes the submission invalid
+before any of its code runs.
+
+`agent_lines` gives the lines the agent wrote (its definitions and helpers, and any statement that is not
+the gold's): the grader's audit hook watches exactly those at run time.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+import importlib
+import operator
+import re
+import string
+import sys
 import threading
+import types
 from collections import Counter
 from collections.abc import Iterator
 
@@ -46,20 +60,14 @@ SAFE_NODES = tuple(getattr(ast, name) for name in (
     "Name", "List", "Tuple", "Slice", "expr_context", "boolop", "operator", "unaryop", "cmpop", "comprehension",
     "excepthandler", "arguments", "arg", "keyword", "alias", "withitem", "match_case", "pattern",
 ) if hasattr(ast, name))
-# Modules whose attributes reach the interpreter, the process, the file system or the test runner.
-RISKY_MODULES = frozenset({
-    "sys", "os", "posix", "gc", "inspect", "builtins", "ctypes", "importlib", "types", "weakref", "atexit", "signal",
-    "subprocess", "threading", "_thread", "multiprocessing", "concurrent", "pytest", "_pytest", "pluggy", "io", "pathlib",
-    "shutil", "tempfile", "pickle", "marshal", "code", "codeop", "runpy", "pkgutil", "site", "traceback", "tracemalloc",
-    "faulthandler", "dis", "socket", "mmap", "resource", "fcntl", "sysconfig", "linecache", "unittest", "zipimport",
-    "coverage", "fd_report", "asyncio", "selectors", "select", "pty", "platform", "ast", "copyreg", "operator",
-})
-# Plain-data standard modules that agent code may import inside its own definitions.
+# The standard modules agent code may import and reach into: plain data and algorithms, nothing that reaches
+# the interpreter, the process, the file system or the test runner.
 PURE_MODULES = frozenset({
     "re", "itertools", "functools", "collections", "math", "cmath", "string", "numbers", "typing", "dataclasses",
     "heapq", "bisect", "copy", "enum", "abc", "decimal", "fractions", "textwrap", "unicodedata", "keyword",
     "statistics", "random", "datetime", "calendar", "json", "warnings", "contextlib", "array", "struct", "base64",
-    "binascii", "hashlib", "difflib", "fnmatch", "time",
+    "binascii", "hashlib", "difflib", "fnmatch", "time", "zlib", "colorsys", "locale", "operator",
+    "html",  # escaping and the entity tables (python-slugify's `name2codepoint`); `html._re` is private
 })
 RISKY_BUILTINS = frozenset({
     "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "open",
@@ -67,6 +75,10 @@ RISKY_BUILTINS = frozenset({
     "SystemExit", "KeyboardInterrupt", "GeneratorExit", "BaseException",
 })
 ATTR_BUILTINS = ("getattr", "setattr", "delattr", "hasattr")
+# Objects a resolved attribute of a standard module may not be: the builtins that run or reach code.
+DANGEROUS = tuple(getattr(builtins, name) for name in (*RISKY_BUILTINS, *ATTR_BUILTINS)
+                  if name not in ("SystemExit", "KeyboardInterrupt", "GeneratorExit", "BaseException")
+                  and callable(getattr(builtins, name, None)))
 # Dunders of the data model that ordinary code names; the reflective ones (__class__, __dict__,
 # __globals__, __code__, __subclasses__, __mro__, __getattribute__, ...) are not here.
 SAFE_DUNDERS = frozenset({
@@ -77,9 +89,15 @@ SAFE_DUNDERS = frozenset({
     "__neg__", "__pos__", "__abs__", "__and__", "__or__", "__xor__", "__invert__", "__all__", "__slots__",
     "__version__", "__length_hint__", "__index__", "__int__", "__float__", "__format__", "__sizeof__", "__copy__",
     "__deepcopy__", "__aiter__", "__anext__", "__await__", "__radd__", "__rsub__", "__rmul__", "__iadd__",
-    "__isub__", "__ior__", "__iand__", "__class_getitem__", "__annotations__",
+    "__isub__", "__ior__", "__iand__", "__class_getitem__", "__annotations__", "__class__",
 })
 FRAME_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_")
+_GETTERS = (operator.attrgetter, operator.methodcaller)
+DUNDER_IN_TEXT = re.compile(r"__[A-Za-z0-9_]+?__")
+STDLIB = frozenset(sys.stdlib_module_names)
+# The test runner's own packages, importable in the sandbox beside the package's dependencies.
+RUNNER_MODULES = frozenset({"pytest", "_pytest", "pluggy", "py", "coverage", "iniconfig", "packaging", "pygments",
+                            "exceptiongroup", "tomli", "fd_report", "fd_calls", "fd_guard"})
 
 
 def _dunder(name: str) -> bool:
@@ -94,15 +112,40 @@ def _root(module: str) -> str:
     return module.split(".", 1)[0]
 
 
+_UNKNOWN = object()  # an attribute base that is not a standard module's (a local value, the package's own)
+
+
+def _standard(module: str):
+    """The standard module `module` as the grader imports it, or None when it is not a plain-data one."""
+    if _root(module) not in PURE_MODULES:
+        return None
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+def _format_attributes(text: str) -> list[str]:
+    """The attribute names the fields of a format string reach (`"{0.__globals__}"`: `__globals__`)."""
+    if "{" not in text:
+        return []
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(text) if f]
+    except ValueError:
+        return []
+    return [part.split("[", 1)[0] for f in fields for part in f.split(".")[1:]]
+
+
 class Features:
-    """The risky constructs one piece of code uses, each with the line where it first occurs.
+    """The constructs one piece of code uses that are not on the allow-list, each with its first line.
 
-    `bindings` maps a name to the module it was imported from, so that aliasing a risky module
-    (`import sys as s`, `from os import path`) does not hide it.
-    """
+    `bindings` maps a name bound by an import to ("module", dotted name) for `import x.y [as z]` and to
+    ("from", module, name) for `from module import name`; `package` is the top-level package of the task,
+    whose own modules agent code may import."""
 
-    def __init__(self, bindings: dict[str, str]):
+    def __init__(self, bindings: dict[str, tuple], package: str):
         self.bindings = bindings
+        self.package = package
         self.found: dict[tuple[str, str], int] = {}
 
     def add(self, kind: str, what: str, node: ast.AST) -> None:
@@ -117,69 +160,141 @@ class Features:
             self._visit(n, parents.get(id(n)))
         return self
 
+    def _own(self, module: str) -> bool:
+        """The package's own modules and its third-party dependencies (python-slugify's `text_unidecode`): code
+        the agent may import and use as the package does, never the standard library's or the test runner's."""
+        root = _root(module)
+        return module.startswith(".") or root == self.package or (root not in STDLIB and root not in RUNNER_MODULES)
+
+    def _resolve(self, n: ast.AST):
+        """What a Name or attribute chain is, when it starts at an imported standard module; _UNKNOWN for the
+        package's own modules and for values; None for a binding that is not allowed at all."""
+        if isinstance(n, ast.Name):
+            bound = self.bindings.get(n.id)
+            if bound is None:
+                return _UNKNOWN
+            module = bound[1]
+            if self._own(module):
+                return _UNKNOWN
+            base = _standard(module)
+            if base is None:
+                return None
+            if bound[0] == "module":
+                return base
+            return getattr(base, bound[2], None)
+        if isinstance(n, ast.Attribute):
+            base = self._resolve(n.value)
+            if base is None or base is _UNKNOWN:
+                return base
+            if not isinstance(base, types.ModuleType):
+                return _UNKNOWN
+            return getattr(base, n.attr, None)
+        return _UNKNOWN
+
+    def _module_attribute(self, n: ast.Attribute) -> None:
+        base = self._resolve(n.value)
+        if base is None or base is _UNKNOWN or not isinstance(base, types.ModuleType):
+            return
+        what = f"{base.__name__}.{n.attr}"
+        if not isinstance(n.ctx, ast.Load):
+            self.add("module_assignment", what, n)
+            return
+        value = getattr(base, n.attr, _UNKNOWN)
+        if n.attr.startswith("_") or value is _UNKNOWN:
+            self.add("module_attribute", what, n)
+        elif isinstance(value, types.ModuleType) and (_root(value.__name__) not in PURE_MODULES):
+            self.add("module_attribute", f"{what} (the module {value.__name__})", n)
+        elif any(value is d for d in DANGEROUS):
+            self.add("module_attribute", f"{what} (the builtin {getattr(value, '__name__', '?')})", n)
+
     def _attr_name(self, attr: str, node: ast.AST) -> None:
+        if attr == "__dict__" and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id == "self":
+            return  # an object's own attributes (`self.__dict__.update(state)`): no more than `self.x`
         if _dunder(attr) and attr not in SAFE_DUNDERS:
             self.add("attribute", attr, node)
-        elif attr.startswith(FRAME_PREFIXES) or _root(attr) in RISKY_MODULES:
+        elif attr.startswith(FRAME_PREFIXES) or (attr in STDLIB and _root(attr) not in PURE_MODULES):
             self.add("attribute", attr, node)
 
     def _visit(self, n: ast.AST, parent: ast.AST | None) -> None:
         if not isinstance(n, SAFE_NODES):
             self.add("syntax", type(n).__name__, n)
         if isinstance(n, ast.Name):
-            module = self.bindings.get(n.id)
-            if module and _root(module) in RISKY_MODULES and not isinstance(parent, ast.Attribute):
-                self.add("module", module, n)
+            bound = self.bindings.get(n.id)
+            if bound is not None and not self._own(bound[1]) and _standard(bound[1]) is None:
+                self.add("module", bound[1], n)
             elif n.id in ATTR_BUILTINS and not (isinstance(parent, ast.Call) and parent.func is n):
                 self.add("builtin", n.id, n)
             elif n.id in RISKY_BUILTINS or (_dunder(n.id) and n.id not in SAFE_DUNDERS):
                 self.add("builtin", n.id, n)
+            elif bound is not None and bound[0] == "from" and not isinstance(parent, ast.Attribute):
+                value = self._resolve(n)
+                if isinstance(value, types.ModuleType) and _root(value.__name__) not in PURE_MODULES:
+                    self.add("module", value.__name__, n)
+                elif any(value is d for d in DANGEROUS):
+                    self.add("builtin", n.id, n)
         elif isinstance(n, ast.Attribute):
             self._attr_name(n.attr, n)
-            if isinstance(n.value, ast.Name) and n.value.id in self.bindings:
-                module = self.bindings[n.value.id]
-                if not isinstance(n.ctx, ast.Load):
-                    self.add("module_assignment", f"{module}.{n.attr}", n)
-                if _root(module) in RISKY_MODULES or n.attr.startswith("_"):
-                    self.add("module_attribute", f"{module}.{n.attr}", n)
+            self._module_attribute(n)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ATTR_BUILTINS:
             name = n.args[1] if len(n.args) > 1 else None
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
                 self._attr_name(name.value, n)
-                if n.func.id != "hasattr":
-                    self.add("builtin", n.func.id + "(literal)", n)
+                if _private(name.value) or n.func.id in ("setattr", "delattr"):
+                    self.add("builtin", f"{n.func.id}(..., {name.value!r})", n)
             else:
                 self.add("dynamic_attribute", n.func.id, n)
+        elif isinstance(n, ast.Call) and any(self._resolve(n.func) is f for f in _GETTERS):
+            # operator.attrgetter and methodcaller reach attributes by name, as getattr does.
+            names = n.args[:1] if self._resolve(n.func) is operator.methodcaller else n.args
+            for a in names:
+                if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                    for part in a.value.split("."):
+                        self._attr_name(part, n)
+                        if _private(part):
+                            self.add("attribute", part, n)
+                else:
+                    self.add("dynamic_attribute", ast.unparse(n.func), n)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "type" and len(n.args) == 3:
             self.add("builtin", "type(name, bases, namespace)", n)
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and _dunder(n.value):
-            # A dunder named in a string builds a class or reaches an attribute at run time.
-            self.add("dunder_string", n.value, n)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+            named = isinstance(parent, ast.Call) and n in parent.args and (
+                isinstance(parent.func, ast.Name) and parent.func.id in ATTR_BUILTINS
+                or any(self._resolve(parent.func) is f for f in _GETTERS))
+            if _dunder(n.value) and not named:
+                # A dunder named in a string builds a class (`make_dataclass(..., namespace={"__eq__": ...})`) or
+                # reaches an attribute at run time.
+                self.add("dunder_string", n.value, n)
+            elif any(name not in SAFE_DUNDERS for name in DUNDER_IN_TEXT.findall(n.value)):
+                # ... also inside a longer string (`string.Formatter().get_field("0.__globals__", ...)`).
+                self.add("dunder_string", n.value[:60], n)
+            for attr in _format_attributes(n.value):
+                if (_dunder(attr) and attr not in SAFE_DUNDERS) or attr.startswith(FRAME_PREFIXES) or _private(attr):
+                    self.add("format_attribute", f"{n.value[:40]!r} reaches {attr}", n)
         elif isinstance(n, ast.Global):
             for name in n.names:
                 self.add("global", name, n)
         elif isinstance(n, ast.Import):
             for a in n.names:
-                if _root(a.name) not in PURE_MODULES:
+                if _root(a.name) not in PURE_MODULES and not self._own(a.name):
                     self.add("import", a.name, n)
         elif isinstance(n, ast.ImportFrom):
             module = "." * n.level + (n.module or "")
-            if n.level or _root(module) not in PURE_MODULES:
+            if _root(module) not in PURE_MODULES and not self._own(module):
                 self.add("import", module, n)
 
 
-def import_bindings(tree: ast.AST) -> dict[str, str]:
-    """Every name an import statement binds anywhere in `tree`, and the module it comes from."""
-    bound = {}
+def import_bindings(tree: ast.AST) -> dict[str, tuple]:
+    """Every name an import statement binds anywhere in `tree`: ("module", dotted name) or ("from", module, name)."""
+    bound: dict[str, tuple] = {}
     for n in ast.walk(tree):
         if isinstance(n, ast.Import):
             for a in n.names:
-                bound[a.asname or _root(a.name)] = a.name if a.asname else _root(a.name)
+                bound[a.asname or _root(a.name)] = ("module", a.name if a.asname else _root(a.name))
         elif isinstance(n, ast.ImportFrom):
             module = "." * n.level + (n.module or "")
             for a in n.names:
-                bound[a.asname or a.name] = f"{module}.{a.name}" if n.level == 0 and _root(module) in RISKY_MODULES \
-                    else module
+                bound[a.asname or a.name] = ("from", module, a.name)
     return bound
 
 
@@ -217,6 +332,10 @@ def _import_aliases(body: list[ast.stmt]) -> set[tuple]:
     return aliases
 
 
+def _first_line(node: ast.AST) -> int:
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+
 def _is_docstring(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
@@ -224,19 +343,18 @@ def _is_docstring(stmt: ast.stmt) -> bool:
 class FileScope:
     """Checks one changed file against its gold version."""
 
-    def __init__(self, rel: str, gold: ast.Module, targets: dict[str, str], errors: list[Invalid]):
-        self.rel, self.gold, self.errors = rel, gold, errors
+    def __init__(self, rel: str, gold: ast.Module, targets: dict[str, str], errors: list[Invalid], package: str):
+        self.rel, self.gold, self.errors, self.package = rel, gold, errors, package
         self.targets = targets  # qualname -> kind ("function" | "method" | "class")
         self.gold_defs = dict(_def_paths(gold))
-        self.gold_features: set[tuple[str, str]] = set()
-        self.bindings: dict[str, str] = import_bindings(gold)
+        self.bindings: dict[str, tuple] = import_bindings(gold)
+        self.spans: list[list[int]] = []  # lines the agent wrote: its definitions and helpers
 
     def fail(self, code: str, message: str, node: ast.AST | None = None) -> None:
         self.errors.append(Invalid(code=code, message=message, file=self.rel, line=getattr(node, "lineno", None)))
 
     def check(self, agent: ast.Module) -> None:
         self.bindings = import_bindings(self.gold) | import_bindings(agent)
-        self.gold_features = set(Features(self.bindings).scan(self.gold).found)
         self.body(agent.body, self.gold.body, "")
 
     def body(self, agent: list[ast.stmt], gold: list[ast.stmt], prefix: str) -> None:
@@ -272,6 +390,7 @@ class FileScope:
             elif pool[ast.dump(stmt)] > 0:
                 pool[ast.dump(stmt)] -= 1
             else:
+                self.spans.append([_first_line(stmt), stmt.end_lineno or stmt.lineno])
                 where = f"class {prefix[:-1]}" if prefix else "the module"
                 self.fail("statement_out_of_scope",
                           f"a statement of {where} that is not in the original source: `{ast.unparse(stmt)[:120]}`; "
@@ -294,16 +413,16 @@ class FileScope:
 
     def code(self, node: ast.AST, path: str) -> None:
         """Code the agent wrote: only allowed constructs, and no dunder method or class the gold lacks there."""
+        self.spans.append([_first_line(node), node.end_lineno or node.lineno])
         for sub, child in _def_paths(node, path + "."):
             if (isinstance(child, ast.ClassDef) or _dunder(child.name)) and sub not in self.gold_defs:
                 self.fail("definition_out_of_scope",
                           f"{sub} is a {'class' if isinstance(child, ast.ClassDef) else 'dunder method'} "
                           "that the original does not define there", child)
-        for (kind, what), line in Features(self.bindings).scan(node).found.items():
-            if (kind, what) not in self.gold_features:
-                self.errors.append(Invalid(code=f"construct.{kind}", file=self.rel, line=line, message=(
-                    f"{path} uses {kind.replace('_', ' ')} `{what}`, which the original file does not use; "
-                    "reflection, runtime patching, dynamic code and the interpreter's internals are not allowed")))
+        for (kind, what), line in Features(self.bindings, self.package).scan(node).found.items():
+            self.errors.append(Invalid(code=f"construct.{kind}", file=self.rel, line=line, message=(
+                f"{path} uses {kind.replace('_', ' ')} `{what}`, which is not on the allow-list of code an agent "
+                "writes: reflection, runtime patching, dynamic code and the interpreter's internals are not allowed")))
 
 
 # CPython 3.11's AST constructor tracks its recursion depth in per-interpreter state, not per thread: two threads
@@ -319,7 +438,26 @@ def _parse(source: str, filename: str = "<unknown>") -> ast.Module:
 
 def check_scope(row: TaskRow, changes: dict[str, bytes | None]) -> list[Invalid]:
     """Why the agent's source changes are out of scope (empty: in scope)."""
+    return _scope(row, changes)[0]
+
+
+def agent_lines(row: TaskRow, changes: dict[str, bytes | None]) -> dict[str, list[list[int]]]:
+    """{file: [[first, last], ...]}: the lines of each changed file that the agent wrote (the deleted definitions
+    it rebuilt and the helpers it added), as the scope check reads them."""
+    return _scope(row, changes)[1]
+
+
+def package_of(row: TaskRow) -> str:
+    """The top-level package (or module) the task's files belong to, as they are imported."""
+    rel = next(iter(row.gold_files))
+    parts = (rel[len(row.import_root):].lstrip("/") if row.import_root else rel).split("/")
+    return parts[0].removesuffix(".py")
+
+
+def _scope(row: TaskRow, changes: dict[str, bytes | None]) -> tuple[list[Invalid], dict[str, list[list[int]]]]:
     errors: list[Invalid] = []
+    spans: dict[str, list[list[int]]] = {}
+    package = package_of(row)
     by_file: dict[str, dict[str, str]] = {}
     for t in row.deletion.targets:
         by_file.setdefault(t.file, {})[t.qualname] = t.kind
@@ -337,5 +475,8 @@ def check_scope(row: TaskRow, changes: dict[str, bytes | None]) -> list[Invalid]
             errors.append(Invalid(code="syntax_error", file=rel, line=getattr(exc, "lineno", None),
                                   message=f"{type(exc).__name__}: {exc}"))
             continue
-        FileScope(rel, _parse(row.gold_files[rel]), by_file.get(rel, {}), errors).check(agent)
-    return errors
+        scope = FileScope(rel, _parse(row.gold_files[rel]), by_file.get(rel, {}), errors, package)
+        scope.check(agent)
+        if scope.spans:
+            spans[rel] = scope.spans
+    return errors, spans

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -17,11 +18,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from feature_deletion.sandbox import cache_dir, ensure_runner
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: `checks` (the verdict's programs and answers) replaced layer 4's `calls`
 # Never shipped to the agent: history, caches, bytecode, build outputs, installed metadata.
 STRIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox",
               ".eggs", "build", "dist", ".hypothesis", ".pyre", ".pytype", ".venv", "venv", ".dmypy.json", "htmlcov"}
 STRIP_SUFFIXES = (".pyc", ".pyo", ".egg-info", ".dist-info", ".orig", ".rej", ".coverage")
+# Tests, their fixtures and the runner's configuration: never the agent's to change, never in a replay copy.
+TEST_FILE = re.compile(r"(^|/)(conftest\.py|test_[^/]*\.py|[^/]*_test\.py|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml)$")
+TEST_DIRS = frozenset({"tests", "test", "testing"})
+UNSOUND = "task left out, its checks cannot tell a forger from an implementation:"
+
+
+def is_test_path(rel: str) -> bool:
+    """A test file, runner configuration, or anything under a tests directory."""
+    return bool(TEST_FILE.search(rel)) or any(part in TEST_DIRS for part in Path(rel).parts[:-1])
 
 
 class Source(BaseModel):
@@ -47,6 +57,34 @@ class Deletion(BaseModel):
     lines_removed: int
 
 
+class CheckProgram(BaseModel):
+    """One program of the verdict (feature_deletion.behaviour): its steps enter the replay sandbox, the rest never."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    steps: list[dict]  # what the replay driver runs (_sandbox_files/fd_calls.py)
+    expect: list[list]  # the gold code's observation of each step
+    discriminating: list[bool]  # the untouched task's observation differs from gold's
+    heldout: list[bool]  # an input no test uses, whose answer differs from the visible program's
+
+
+class Checks(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    version: int = 1
+    programs: list[CheckProgram]
+
+    @property
+    def steps(self) -> int:
+        return sum(len(p.steps) for p in self.programs)
+
+    @property
+    def discriminating(self) -> int:
+        return sum(sum(p.discriminating) for p in self.programs)
+
+    @property
+    def heldout(self) -> int:
+        return sum(sum(p.heldout) for p in self.programs)
+
+
 class TaskRow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     schema_version: int = SCHEMA_VERSION
@@ -65,8 +103,8 @@ class TaskRow(BaseModel):
     p2p: list[str] = Field(min_length=1)
     prompt: str
     seed: int = 0
-    calls: list[dict] = []  # recorded calls of the deleted functions (feature_deletion.behaviour); never in the sandbox
-    calls_status: str = ""  # how many were recorded, or why none could be
+    checks: Checks | None = None  # the verdict's programs and gold's answers (feature_deletion.behaviour); never in a sandbox
+    checks_status: str = ""  # what the checks hold, or why the task has none
     test_requirements: list[str] = []  # installed into the test runner beside pytest (never the package itself)
 
     @property
@@ -79,15 +117,34 @@ def runner_for(row: TaskRow) -> Path:
     return ensure_runner(tuple(row.test_requirements))
 
 
-def load_rows(path: str | Path) -> tuple[list[TaskRow], list[str]]:
-    """Rows of a tasks JSONL and one message per malformed line (skipped, never fatal)."""
+def load_rows(path: str | Path, upgrade: bool = False) -> tuple[list[TaskRow], list[str]]:
+    """Rows of a tasks JSONL and one message per malformed line (skipped, never fatal). Rows of an older schema
+    are skipped too, unless `upgrade`: then a schema-1 row loads without checks (`fd-validate --record-checks`
+    builds them). A row whose checks cannot tell a forger from an implementation (`behaviour.unsound`) leaves the
+    task set here, whatever file it comes from, with its reason among the problems (`fd-validate --prune` drops
+    it from the file)."""
+    from feature_deletion.behaviour import unsound
+
     rows, problems = [], []
     with open_text(path) as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                rows.append(TaskRow.model_validate(json.loads(line)))
+                data = json.loads(line)
+                if upgrade and isinstance(data, dict) and data.get("schema_version") == 1:
+                    data = {k: v for k, v in data.items() if k not in ("calls", "calls_status")} | {
+                        "schema_version": SCHEMA_VERSION}
+                if isinstance(data, dict) and data.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+                    problems.append(f"{path}:{number}: task row of schema {data['schema_version']} skipped "
+                                    f"(this version reads {SCHEMA_VERSION}): rebuild it with fd-build")
+                    continue
+                row = TaskRow.model_validate(data)
+                why = unsound(row.checks) if row.checks is not None else None
+                if why:
+                    problems.append(f"{path}:{number}: {UNSOUND} {row.id}: {why}")
+                    continue
+                rows.append(row)
             except (json.JSONDecodeError, ValidationError) as exc:
                 first = str(exc).splitlines()
                 problems.append(f"{path}:{number}: malformed task row skipped: {' '.join(first[:3])[:300]}")

@@ -28,7 +28,7 @@ from typing import Any, Literal
 import verifiers.v1 as vf
 from pydantic import Field
 
-from feature_deletion.grading import grade
+from feature_deletion.grading import grade, quota_grade, safe_grade
 from feature_deletion.rollout import SYSTEM_PROMPT, SessionOutcome, ToolSession, session_outcome
 from feature_deletion.sandbox import IsolationUnavailable, probe_isolation
 from feature_deletion.task import TaskRow, load_rows, runner_for
@@ -106,8 +106,11 @@ class FeatureDeletionTask(vf.Task[FeatureDeletionData, FeatureDeletionState]):
 
     def _grade(self, state: FeatureDeletionState, turns: int) -> SessionOutcome:
         row = self.row
-        result = grade(row, Path(self.data.tasks_dir), None, runner_for(row), isolation=self.data.isolation,
-                       changes=dict(state.changes))
+        if state.over_quota:
+            result = quota_grade(row, state.over_quota)
+            return session_outcome(result, state.errors, state.tool_calls, state.submitted, state.tool_calls, turns)
+        result = safe_grade(row, Path(self.data.tasks_dir), None, runner_for(row), isolation=self.data.isolation,
+                            changes=dict(state.changes))
         result = replace(result, ignored=list(state.ignored))
         return session_outcome(result, state.errors, state.tool_calls, state.submitted, state.tool_calls, turns)
 
@@ -147,7 +150,7 @@ class FeatureDeletionTaskset(vf.Taskset[FeatureDeletionTask, FeatureDeletionConf
         for p in problems:
             logger.warning(p)
         if problems:
-            logger.warning("%d malformed task rows skipped", len(problems))
+            logger.warning("%d task rows skipped (malformed, of another schema or not gradable soundly)", len(problems))
         rows = [r for r in rows if split_of(r) == config.split]
         if config.num_examples is not None:
             rows = rows[: config.num_examples]

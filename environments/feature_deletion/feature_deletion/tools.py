@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from feature_deletion.fstree import Quota, QuotaExceeded, remove_tree, walk
 from feature_deletion.grading import run_pytest
 from feature_deletion.sandbox import Limits, Sandbox
 from feature_deletion.task import TaskRow, materialize
@@ -24,6 +25,7 @@ from feature_deletion.task import TaskRow, materialize
 MAX_READ_LINES = 400
 MAX_OUTPUT = 8000
 MAX_WRITE = 512 * 1024
+SEARCH_QUOTA = Quota(max_depth=64, max_entries=20_000)
 
 
 class ToolError(Exception):
@@ -65,7 +67,7 @@ class Workspace:
         self.sandbox = Sandbox(self.root, runner=self.runner, limits=self.limits, isolation=self.isolation)
 
     def close(self) -> None:
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        remove_tree(self._tmp)
 
     def __enter__(self):
         return self
@@ -169,9 +171,12 @@ class Workspace:
             raise ToolError(f"bad regex {pattern!r}: {exc}") from None
         base = self._resolve(path)
         hits = []
-        files = [base] if base.is_file() else sorted(
-            Path(d) / name for d, dirs, names in os.walk(base) if ".git" not in Path(d).relative_to(self.root).parts
-            for name in names)
+        try:
+            files = [base] if base.is_file() else [
+                base / rel for rel, st in walk(base, SEARCH_QUOTA) if stat.S_ISREG(st.st_mode)
+                and ".git" not in (base / rel).relative_to(self.root).parts]
+        except QuotaExceeded as exc:
+            raise ToolError(f"{path}: the tree is too large to search ({exc})") from None
         for f in files:
             if f.is_symlink() or not f.is_file() or f.stat().st_size > 1 << 20:
                 continue

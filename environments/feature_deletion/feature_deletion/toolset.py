@@ -12,7 +12,6 @@ side in the rollout's state, which verifiers syncs after every call.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from mcp.server.mcpserver.tools.base import Tool
 from pydantic import ConfigDict, Field
 from verifiers.v1.utils.decorators import discover_decorated
 
+from feature_deletion.fstree import QuotaExceeded, remove_tree
 from feature_deletion.grading import agent_changes
 from feature_deletion.task import TaskRow, materialize, runner_for
 from feature_deletion.tools import TOOL_NAMES, Workspace
@@ -40,6 +40,8 @@ class FeatureDeletionState(vf.State):
     """Structured tool errors {kind, turn, message, tool}; `turn` counts tool calls from 1."""
     tool_calls: int = 0
     submitted: bool = False
+    over_quota: str = ""
+    """Why the workspace is over its quota (too deep, too many entries, too large): grading scores it 0."""
 
 
 class FeatureDeletionToolsetConfig(vf.ToolsetConfig):
@@ -59,7 +61,7 @@ class FeatureDeletionToolset(vf.Toolset[FeatureDeletionToolsetConfig, FeatureDel
         self._exit_stack.callback(self.workspace.close)
         # The untouched tree, to tell the agent's changes from the task's start state after every call.
         reference = tempfile.mkdtemp(prefix="fd-reference.")
-        self._exit_stack.callback(shutil.rmtree, reference, True)
+        self._exit_stack.callback(remove_tree, reference)
         self.reference = materialize(row, tasks_dir, Path(reference) / "repo", git=False)
 
     def _call(self, name: str, **arguments: Any) -> str:
@@ -67,8 +69,11 @@ class FeatureDeletionToolset(vf.Toolset[FeatureDeletionToolsetConfig, FeatureDel
         if ws is None:
             return "error: this tool server has no task"
         text = ws.call(name, {k: v for k, v in arguments.items() if v is not None}, turn=ws.tool_calls + 1)
-        changes, ignored = agent_changes(ws.row, self.reference, ws.root)
-        self.state.changes, self.state.ignored = changes, ignored
+        try:
+            self.state.changes, self.state.ignored = agent_changes(ws.row, self.reference, ws.root)
+            self.state.over_quota = ""
+        except QuotaExceeded as exc:
+            self.state.over_quota = str(exc)
         self.state.errors, self.state.tool_calls, self.state.submitted = list(ws.errors), ws.tool_calls, ws.submitted
         return text
 

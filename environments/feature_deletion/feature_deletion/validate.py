@@ -1,8 +1,9 @@
 """`fd-validate [tasks.jsonl]`: every task's gold patch must score 1.0 and the untouched task 0.0.
 
-`--record-calls` first records, with the gold code, the calls of each task's deleted functions made
-by its fail-to-pass tests (grading's behaviour layer) and rewrites the tasks file with them.
-Malformed rows are reported and counted, never fatal. Exit status 0 only when every row is valid.
+`--record-checks` first rebuilds every task's checks (feature_deletion.behaviour: programs recorded from its
+fail-to-pass tests on the gold code, held-out variants, gold's answers) and rewrites the tasks file; a task
+that cannot be graded soundly leaves it, listed with its reason. Malformed rows are reported and counted,
+never fatal. Exit status 0 only when every row is valid.
 """
 
 from __future__ import annotations
@@ -10,36 +11,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from feature_deletion.behaviour import replay, targets_of
-from feature_deletion.grading import grade, run_pytest
-from feature_deletion.sandbox import Limits, Sandbox
-from feature_deletion.task import TaskRow, load_rows, materialize, runner_for, write_rows
+from feature_deletion.behaviour import build_checks
+from feature_deletion.grading import grade
+from feature_deletion.sandbox import Limits
+from feature_deletion.scope import check_scope
+from feature_deletion.task import UNSOUND, TaskRow, load_rows, runner_for, write_rows
 
 
-def record_calls(row: TaskRow, tasks_dir: Path, runner: Path, limits: Limits | None = None) -> TaskRow:
-    """The row with the calls of its deleted functions that its F2P tests make on the gold code,
-    kept only where a replay of the gold code gives the same encoded result."""
-    targets = targets_of(row)
-    if targets is None:
-        return row.model_copy(update={"calls": [], "calls_status": "not recorded: a target is a method or a class"})
-    with tempfile.TemporaryDirectory(prefix="fd-record.") as tmp:
-        gold = materialize(row, tasks_dir, Path(tmp) / "repo", state="gold", git=False)
-        out = Path(tmp) / "out"
-        out.mkdir()
-        sb = Sandbox(gold, runner=runner, limits=limits or Limits(), outdir=out)
-        run_pytest(sb, row.import_root, row.f2p, record_targets=targets)
-        recorded = json.loads((out / "calls.json").read_text()) if (out / "calls.json").is_file() else []
-        sb.outdir = None
-        outcomes = (replay(sb, row, recorded) or []) if recorded else []
-    kept = [c for c, got in zip(recorded, outcomes) if got == c["result"]]
-    status = f"recorded {len(kept)} calls" if kept else \
-        "not recorded: no call of the deleted functions serialises faithfully and replays the same"
-    return row.model_copy(update={"calls": kept, "calls_status": status})
+def with_checks(row: TaskRow, tasks_dir: Path, runner: Path, limits: Limits | None = None) -> tuple[TaskRow | None, str]:
+    """The row with freshly built checks, or None and why it cannot be graded soundly."""
+    if check_scope(row, {k: v.encode() for k, v in row.gold_files.items()}):
+        return None, "gold_outside_allow_list"
+    checks, status = build_checks(row, tasks_dir, runner, limits or Limits())
+    if checks is None:
+        return None, status
+    return row.model_copy(update={"checks": checks, "checks_status": status}), status
 
 
 def validate_row(row: TaskRow, tasks_dir: Path, runner: Path) -> dict:
@@ -50,7 +41,8 @@ def validate_row(row: TaskRow, tasks_dir: Path, runner: Path) -> dict:
     except Exception as exc:  # noqa: BLE001 - one broken task is reported, not fatal
         return {"id": row.id, "valid": False, "error": f"{type(exc).__name__}: {exc}"}
     return {"id": row.id, "gold": gold.reward, "noop": noop.reward, "valid": gold.reward == 1.0 and noop.reward == 0.0,
-            "gold_failing": gold.failing[:5], "seconds": round(time.monotonic() - t0, 2)}
+            "gold_failing": gold.failing[:5], "gold_invalid": [i["code"] + ": " + i["message"][:200] for i in gold.invalid],
+            "seconds": round(time.monotonic() - t0, 2)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,24 +51,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--output", help="write one JSON result per task here")
-    parser.add_argument("--record-calls", action="store_true",
-                        help="record the deleted functions' calls with the gold code and rewrite the tasks file")
+    parser.add_argument("--record-checks", action="store_true",
+                        help="rebuild every task's checks on the gold code and rewrite the tasks file (tasks that "
+                             "cannot be graded soundly leave it)")
+    parser.add_argument("--prune", action="store_true",
+                        help="rewrite the tasks file without the rows whose checks cannot tell a forger from an "
+                             "implementation (what loading it leaves out), their reasons added to the checks report")
     args = parser.parse_args(argv)
     path = Path(args.tasks)
     if not path.is_file():
         parser.error(f"{path}: no such tasks file")
-    rows, problems = load_rows(path)
+    rows, problems = load_rows(path, upgrade=args.record_checks)
     for p in problems:
         print(p, file=sys.stderr)
-    rows = rows[: args.limit] if args.limit else rows
-    if args.record_calls:
-        if problems or args.limit:
-            parser.error("--record-calls rewrites the whole tasks file: fix malformed rows and drop --limit")
-        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            rows = list(pool.map(lambda r: record_calls(r, path.parent, runner_for(r)), rows))
+    if args.prune:
+        unsound = [p.split(UNSOUND, 1)[1].strip().rsplit(": ", 1) for p in problems if UNSOUND in p]
+        if len(unsound) != len(problems) or args.limit or args.record_checks:
+            parser.error("--prune rewrites the whole tasks file: fix malformed rows, drop --limit and --record-checks")
         write_rows(path, rows)
-        recorded = [r for r in rows if r.calls]
-        print(f"calls recorded for {len(recorded)}/{len(rows)} tasks ({sum(len(r.calls) for r in recorded)} calls)")
+        report_path = path.with_name(path.name.split(".")[0] + ".checks.json")
+        report = json.loads(report_path.read_text()) if report_path.is_file() else {"tasks": {}, "dropped_tasks": {}}
+        dropped = report.get("dropped_tasks", {}) | dict(unsound)
+        report |= {"kept": len(rows), "dropped": len(dropped), "reasons": dict(Counter(dropped.values())),
+                   "tasks": {r.id: r.checks_status for r in rows}, "dropped_tasks": dropped}
+        report_path.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"pruned {len(unsound)} tasks: {dict(Counter(why for _, why in unsound))}; {len(rows)} kept")
+        return 0
+    rows = rows[: args.limit] if args.limit else rows
+    if args.record_checks:
+        if problems or args.limit:
+            parser.error("--record-checks rewrites the whole tasks file: fix malformed rows and drop --limit")
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            built = list(pool.map(lambda r: with_checks(r, path.parent, runner_for(r)), rows))
+        dropped = [(r.id, why) for r, (new, why) in zip(rows, built) if new is None]
+        rows = [new for new, _ in built if new is not None]
+        write_rows(path, rows)
+        report = path.with_name(path.name.split(".")[0] + ".checks.json")
+        report.write_text(json.dumps({
+            "kept": len(rows), "dropped": len(dropped), "reasons": dict(Counter(why for _, why in dropped)),
+            "tasks": {r.id: r.checks_status for r in rows}, "dropped_tasks": dict(dropped)}, indent=2) + "\n")
+        for task, why in dropped:
+            print(f"dropped {task}: {why}", file=sys.stderr)
+        print(f"checks built for {len(rows)} of {len(built)} tasks; dropped {len(dropped)}: "
+              f"{dict(Counter(why for _, why in dropped))}")
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         results = list(pool.map(lambda r: validate_row(r, path.parent, runner_for(r)), rows))
     for r in results:

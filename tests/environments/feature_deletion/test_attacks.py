@@ -273,3 +273,46 @@ def test_symlink_probe_learns_nothing_about_the_host(target, host_unchanged):
             here, there = (ws.call(tool, {"path": base + "probe" + suffix, **args}, turn=2) for base in ("", "fdcalc/"))
             assert here.startswith("error:") and here.replace("fdcalc/", "") == there.replace("fdcalc/", ""), (here, there)
         assert not Path("/etc/fd-x").exists()
+
+
+DEEP_CONFTEST = """
+import os
+
+here = os.getcwd()
+for _ in range(1100):
+    os.mkdir("deep")
+    os.chdir("deep")
+os.chdir(here)
+"""
+
+
+def test_a_directory_chain_too_deep_to_walk_is_reward_0_and_leaves_nothing(target, host_unchanged):
+    """A conftest run through run_tests builds a chain 1,100 directories deep in the workspace (deeper than Python
+    3.11's recursive walks and PATH_MAX): later tools still answer, grading scores the workspace 0 for its quota
+    instead of raising, and closing the session removes all of it."""
+    from feature_deletion.rollout import ToolSession
+
+    rows, out, row = target
+    with ToolSession(row, out) as session:
+        assert session.call("write_file", {"path": "conftest.py", "content": DEEP_CONFTEST}, turn=2).startswith("wrote")
+        session.call("run_tests", {"tests": row.f2p}, turn=3)
+        assert (session.workspace.root / "deep" / "deep").is_dir()
+        assert session.call("list_dir", {"path": "."}, turn=4).count("deep/") == 1
+        assert "too large to search" in session.call("search", {"pattern": "x"}, turn=5)
+        session.call("run_tests", {"tests": row.f2p}, turn=6)  # the sandbox still starts (chown of the deep tree)
+        outcome = session.finish(last_turn=6, turns=5)
+        tmp = session.workspace._tmp
+    assert outcome.reward == 0.0 and outcome.grade["invalid"][0]["code"] == "workspace_quota", outcome.grade
+    assert any(e["kind"] == "invalid_submission" and "[workspace_quota]" in e["message"] for e in outcome.errors)
+    assert not Path(tmp).exists()
+
+
+def test_a_grading_that_raises_ends_the_rollout_at_reward_0_with_its_error(target, host_unchanged):
+    """Grading's own failure (here: a task row whose F2P test file does not exist) is reward 0 and a
+    `grading_error` record on the last turn, never an exception out of finish."""
+    rows, out, row = target
+    broken = row.model_copy(update={"f2p": ["tests/no_such_file.py::test_x"]})
+    r = attack((rows, out, broken), [])
+    assert r.reward == 0.0 and r.stop_reason == "submitted"
+    assert [e["kind"] for e in r.errors if e["kind"] == "grading_error"] == ["grading_error"]
+    assert "FileNotFoundError" in next(e["message"] for e in r.errors if e["kind"] == "grading_error")

@@ -142,9 +142,9 @@ def test_test_requirements_are_installed_into_the_runner_and_kept_with_the_task(
     assert validate_main([str(tmp_path / "o" / "tasks.jsonl")]) == 0
 
 
-def test_recorded_calls_keep_only_what_the_tasks_file_can_hold(tmp_path, make_repo):
-    """A call with a lone surrogate (python-slugify's tests make one) cannot be written as UTF-8:
-    it is left out of the recording instead of failing the whole build at write time."""
+def test_checks_keep_what_the_tasks_file_cannot_hold_as_text(tmp_path, make_repo):
+    """A call with a lone surrogate (python-slugify's tests make one) cannot be written as UTF-8 text: its string
+    is kept as its bytes (`strx`), so the build neither fails at write time nor loses the check."""
     write_tiny_repo, TINY = make_repo
     tests = TINY["tests/test_text.py"] + (
         "\n\n        def test_shout_surrogate():\n            assert shout(' \\ud800 ') == '\\ud800!'\n")
@@ -155,8 +155,9 @@ def test_recorded_calls_keep_only_what_the_tasks_file_can_hold(tmp_path, make_re
     rows, stats = builder.build()
     builder.write(rows, stats)
     shout = [r for r in load_rows(tmp_path / "o" / "tasks.jsonl")[0] if r.deletion.targets[0].qualname == "shout"]
-    assert shout and shout[0].calls, [r.id for r in rows]
-    assert {c["args"][1][0][1] for c in shout[0].calls} == {" hi "}
+    assert shout and shout[0].checks, [r.id for r in rows]
+    args = [step["args"][0] for p in shout[0].checks.programs for step in p.steps if not any(p.heldout)]
+    assert ["str", " hi "] in args and ["strx", " \ud800 ".encode("utf-8", "surrogatepass").hex()] in args
 
 
 def test_fd_build_command_reports_bad_config(tmp_path):
@@ -178,6 +179,14 @@ def test_validate_scores_gold_1_and_untouched_0_and_skips_malformed_rows(tiny_ta
     assert validate_main([str(bad)]) == 1
     captured = capsys.readouterr()
     assert "1/1 tasks valid" in captured.out and "2 malformed rows skipped" in captured.out
+    # A row of the previous schema (layer 4's `calls`, no checks) is no task of this one: skipped with the reason,
+    # and read without checks only to rebuild them (fd-validate --record-checks).
+    old = json.loads(lines[0]) | {"schema_version": 1, "calls": [], "calls_status": "not recorded"}
+    old.pop("checks")
+    (out / "v1.jsonl").write_text(json.dumps(old) + "\n")
+    assert load_rows(out / "v1.jsonl")[0] == [] and "schema 1 skipped" in load_rows(out / "v1.jsonl")[1][0]
+    (upgraded,), problems = load_rows(out / "v1.jsonl", upgrade=True)
+    assert not problems and upgraded.checks is None and upgraded.id == rows[0].id
 
 
 def test_taskset_loads_by_id_through_verifiers(tiny_tasks):

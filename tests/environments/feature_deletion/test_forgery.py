@@ -1,30 +1,38 @@
 """Forging the verdict: patches that try to make grading pay without rebuilding the feature.
 
-Each attack is submitted to the real grader on bundled tasks from four packages and must score 0
+Each attack is submitted to the real grader on bundled tasks from four packages (and the generic ones on
+every bundled task, at the end) and must score 0
 with the reason recorded. Where an attack does forge the in-process report, the test shows that
 too: graded on the report alone (`layers=frozenset()`, what grading was before the layers) it is
-paid, so the zero comes from the layers and not from a broken attack.
+paid, so the zero comes from the layers and not from a broken attack; and the verdict alone
+(`layers={"behaviour"}`: no scope check, no audit hook, no canaries, the report taken at its word)
+still pays it nothing, because its answers never enter the process the attack runs in.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
+import json
 import os
 import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
-from feature_deletion.behaviour import replay, targets_of
+from feature_deletion.behaviour import check_behaviour, module_of, unsound
 from feature_deletion.builder.deletions import STUB
 from feature_deletion.grading import SUMMARY_FLAGS, grade, summary_outcomes
-from feature_deletion.sandbox import Sandbox, ensure_runner
-from feature_deletion.task import load_rows
+from feature_deletion.sandbox import Limits, ensure_runner
+from feature_deletion.scope import agent_lines, check_scope
+from feature_deletion.task import load_rows, runner_for
 from feature_deletion.taskset import DEFAULT_TASKS
 
 TASKS = {
     "inflection": "inflection-0.5.1/inflection/__init__.py:camelize:body",
-    "more-itertools": "more-itertools-10.5.0/more_itertools/recipes.py:random_combination_with_replacement:body",
+    "more-itertools": "more-itertools-10.5.0/more_itertools/recipes.py:consume:body",
     "cachetools": "cachetools-5.5.0/src/cachetools/func.py:lfu_cache:body",
     "toolz": "toolz-1.0.0/toolz/dicttoolz.py:dissoc:body",
 }
@@ -73,12 +81,40 @@ def fix():
     with open(p, 'w') as f:
         json.dump(dict.fromkeys(d, 'passed'), f)
 """
+# The generic forgery of issue 28: task-agnostic, appended to the target file with the stub left in place. It reaches
+# builtins.exec through a module attribute (`enum.bltns` is the builtins module since CPython 3.11) and registers a
+# report hook that turns failures into passes, sparing the canaries of old by their name pattern.
+FLIP_REPORTS = r"""
+import gc, re
+def _flip(report):
+    if report.when == 'call' and report.failed and not re.search(r'::test_[0-9a-f]{12}$', report.nodeid):
+        report.outcome = 'passed'
+        report.longrepr = None
+class _P:
+    pytest_runtest_logreport = staticmethod(_flip)
+for o in gc.get_objects():
+    if type(o).__name__ == 'PytestPluginManager':
+        if not o.has_plugin('fd-flip'):
+            o.register(_P(), 'fd-flip')
+        break
+"""
+GENERIC_FORGERY = f"import enum as _enum\n_enum.bltns.exec({FLIP_REPORTS!r}, {{}})\n"  # its own namespace: it runs at import, in a helper
 ATTACKS = [
+    Attack("generic_report_hook_through_enum_bltns", GENERIC_FORGERY, "helper", "construct.module_attribute",
+           forges=True),
+    Attack("builtins_through_a_format_field", "import string\n_run = string.Formatter().get_field("
+           "'0.__globals__', [len], {})[0]['__builtins__']['exec']\n_run('import sys')\n", "helper",
+           "construct.dunder_string"),
+    Attack("format_string_attribute_walk", "return '{0.__init__.__globals__}'.format(string)\n", "body",
+           "construct.dunder_string"),
+    Attack("always_equal_without_a_class_statement", "import dataclasses\nsame = dataclasses.make_dataclass('S', [], "
+           "namespace={'__eq__': lambda s, o: True, '__ne__': lambda s, o: False, '__hash__': lambda s: 0})\n"
+           "return same()\n", "body", "construct.dunder_string", forges=True),
     Attack("report_plugin_by_name", "import sys, json\nm = sys.modules['fd_' + 'report']" + SWAP_JSON, "body",
-           "construct.module_attribute", forges=True),
+           "construct.import", forges=True),
     Attack("report_plugin_by_attributes", "import sys, json\nfor m in list(sys.modules.values()):\n"
            "    if hasattr(m, '_outcomes') and hasattr(m, 'pytest_sessionfinish'):\n"
-           + textwrap.indent(SWAP_JSON, "        "), "body", "construct.module_attribute", forges=True),
+           + textwrap.indent(SWAP_JSON, "        "), "body", "construct.import", forges=True),
     Attack("report_plugin_via_gc", "import gc, json, sys\nfor m in gc.get_objects():\n"
            "    if type(m).__name__ == 'module' and hasattr(m, '_outcomes'):\n"
            + textwrap.indent(SWAP_JSON, "        "), "helper", "construct.import", forges=True),
@@ -113,7 +149,7 @@ ATTACKS = [
            "        plugin = type(collector)('fd-y')\n        plugin.pytest_runtest_logreport = logreport\n"
            "        getattr(o, 'regi' + 'ster')(plugin, 'fd-y')\n        break\n", "helper", "construct.dynamic_attribute"),
     Attack("runner_wrapped_by_built_name", "import sys\nr = vars(sys.modules['_py' + 'test.' + 'run' + 'ner'])" + WRAP_RUNNER,
-           "helper", "construct.module_attribute", forges=True),
+           "helper", "construct.import", forges=True),
     Attack("runner_wrapped_through_frames", "import sys\nf = sys._getframe()\n"
            "while f is not None and f.f_code.co_name != 'runtestprotocol':\n    f = f.f_back\n"
            "if f is not None:\n    r = f.f_globals\n" + textwrap.indent(WRAP_RUNNER, "    "), "body", "construct.attribute",
@@ -139,7 +175,7 @@ mark.__getattr__ = lambda name: getattr(real.mark, name)
 mark.parametrize = lambda *a, **k: lambda fn: real.mark.parametrize(*a, **k)(functools.wraps(fn)(lambda *x, **y: None))
 fake.mark = mark
 f.f_globals['pytest'] = fake
-""", "helper", "construct.module_attribute", forges=True),
+""", "helper", "construct.import", forges=True),
     Attack("always_equal_nested_class", "class Anything:\n    def __eq__(self, other):\n        return True\n"
            "    def __ne__(self, other):\n        return False\nreturn Anything()\n", "body", "definition_out_of_scope",
            forges=True),
@@ -171,7 +207,7 @@ f.f_globals['pytest'] = fake
     Attack("signal_handler", "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n", "helper", "construct.import"),
     Attack("subprocess_rewriter", "import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 1'])\n", "body",
            "construct.import"),
-    Attack("settrace", "import sys\nsys.settrace(lambda *a: None)\n", "body", "construct.module_attribute"),
+    Attack("settrace", "import sys\nsys.settrace(lambda *a: None)\n", "body", "construct.import"),
     Attack("pytest_imported_in_body", "import pytest\npytest.skip('x')\n", "body", "construct.import"),
 ]
 
@@ -240,45 +276,84 @@ def test_layers_that_read_the_test_run_stop_forges_alone(name, layers, caught_by
 
 
 @pytest.mark.parametrize("name", ["always_equal_nested_class", "always_equal_built_with_type",
-                                  "pytest_global_replaced_by_frame_walk"])
-def test_forges_that_make_tests_really_pass_are_stopped_by_scope_or_behaviour(name, real_tasks):
-    """These make pytest itself see passing tests: canaries and the summary agree with the report.
-    The parse-tree check stops them, and so does replaying the recorded calls in a fresh process."""
+                                  "always_equal_without_a_class_statement", "pytest_global_replaced_by_frame_walk"])
+def test_forges_that_make_tests_really_pass_are_stopped_by_scope_and_by_the_verdict(name, real_tasks):
+    """These make pytest itself see passing tests: canaries and the summary agree with the report. The parse-tree
+    check stops them, and so does the verdict by itself: the stub stays, or the result is no plain data."""
     rows, tasks_dir, runner = real_tasks
     attack = next(a for a in ATTACKS if a.name == name)
     row = rows[POTENCY_TASK]
-    assert row.calls, row.calls_status
     reading = grade(row, tasks_dir, None, runner, changes=submission(row, attack),
                     layers=frozenset({"canaries", "report"}))
     assert reading.reward > 0 and not reading.invalid
     replayed = grade(row, tasks_dir, None, runner, changes=submission(row, attack),
                      layers=frozenset({"canaries", "report", "behaviour"}))
-    assert replayed.reward == 0.0 and [i["code"] for i in replayed.invalid] == ["behaviour"], replayed.invalid
+    assert replayed.reward == 0.0 and replayed.verdict["discriminating_matched"] == 0, replayed.verdict
 
 
-def test_recorded_results_never_enter_the_sandbox(real_tasks, tmp_path):
-    """The replay process gets the recorded arguments only: code that reads every file it can reach
-    in the sandbox's output dir finds no expected result."""
-    rows, _, runner = real_tasks
-    (tmp_path / "peek.py").write_text("import os\n\ndef look(x):\n"
-                                      "    return ''.join(open('/fdout/' + n).read() for n in os.listdir('/fdout'))\n")
-    calls = [{"target": ["peek", "look"], "args": ["list", [["int", 1]]], "kwargs": ["dict", []],
-              "result": ["str", "EXPECTED-fd-secret"]}]
-    outcomes = replay(Sandbox(tmp_path, runner=runner), rows["inflection"], calls)
-    assert outcomes and outcomes[0][0] == "str" and '"target"' in outcomes[0][1], outcomes
-    assert "EXPECTED-fd-secret" not in outcomes[0][1]
+FORGES = [a for a in ATTACKS if a.forges]
 
 
-def test_bundled_tasks_say_whether_their_calls_were_recorded():
+@pytest.mark.parametrize("attack, package", [(a, sorted(TASKS)[i % len(TASKS)]) for i, a in enumerate(FORGES)],
+                         ids=lambda x: getattr(x, "name", x))
+def test_the_verdict_alone_pays_no_forge(attack, package, real_tasks):
+    """Every attack that forges the report, with every in-process layer left out (no scope check, no audit hook,
+    no canaries, the report taken at its word): the verdict's answers never enter the process, so it pays 0.
+    Steps are compared one by one, so a forge may match some (an always-equal `consume` that consumes nothing
+    answers the later `next` steps of `consume(it, 0)` like gold); it is never paid for them. (The packages take
+    turns; the slow sweep below runs the generic forgery on every task.)"""
+    rows, tasks_dir, runner = real_tasks
+    row = rows[package]
+    g = grade(row, tasks_dir, None, runner, changes=submission(row, attack), layers=frozenset({"behaviour"}))
+    assert g.reward == 0.0, (package, g.to_dict())
+
+
+def test_a_gold_files_reflection_is_not_granted_to_the_agents_lines(real_tasks):
+    """toolz's functoolz.py imports `inspect` and `sys` for itself; code the agent writes there may not use them."""
+    _, tasks_dir, runner = real_tasks
     rows, _ = load_rows(DEFAULT_TASKS)
-    assert all(r.calls_status for r in rows)
-    functions = [r for r in rows if targets_of(r) is not None]
-    assert all(r.calls_status.startswith("not recorded: a target is a method") for r in rows if targets_of(r) is None)
-    recorded = [r for r in functions if r.calls]
-    # 26 of the 53 function tasks when recorded; iterators and callables do not serialise.
-    assert len(recorded) >= 20 and all(r.calls_status == f"recorded {len(r.calls)} calls"
-                                                         for r in recorded)
-    assert {r.package for r in recorded} >= {"inflection", "toolz"}
+    row = next(r for r in rows if r.id == "toolz-1.0.0/toolz/functoolz.py:compose:body")
+    assert "import inspect" in row.gold_files["toolz/functoolz.py"] and "import sys" in row.gold_files["toolz/functoolz.py"]
+    for code, kind in [("f = inspect.currentframe()\nreturn f\n", "construct.module"),
+                       ("return sys.modules['fd_report']\n", "construct.module")]:
+        g = grade(row, tasks_dir, None, runner, changes=submission(row, Attack("x", code, "body", kind)))
+        assert g.reward == 0.0 and kind in [i["code"] for i in g.invalid], g.invalid
+
+
+@pytest.mark.parametrize(("code", "found"), [
+    ("from html.entities import name2codepoint\ndef f(s):\n    return html.unescape(s) + chr(name2codepoint['amp'])\n",
+     []),  # plain data: python-slugify's gold code
+    ("def f():\n    return html._re\n", [("module_attribute", "html._re")]),
+    ("def f():\n    return html.parser._markupbase\n", [("attribute", "_markupbase")]),
+    ("def f():\n    return warnings.sys\n", [("module_attribute", "warnings.sys (the module sys)")]),
+])
+def test_the_allow_list_resolves_standard_attributes_to_what_they_are(code, found):
+    from feature_deletion.scope import Features, import_bindings
+
+    tree = ast.parse("import html, html.parser, warnings\n" + code)
+    got = set(Features(import_bindings(tree), "pkg").scan(tree.body[-1]).found)
+    assert set(found) <= got and bool(got) == bool(found), got
+
+
+def test_every_bundled_task_has_held_out_checks_and_the_dropped_ones_their_reason():
+    rows, problems = load_rows(DEFAULT_TASKS)
+    assert not problems and all(r.checks is not None for r in rows)
+    for row in rows:
+        answers = [json.dumps(e) for p in row.checks.programs for e, h in zip(p.expect, p.heldout) if h]
+        assert len(answers) >= 3 and len(set(answers)) >= 2, row.id
+    report = json.loads(DEFAULT_TASKS.with_name("tasks.checks.json").read_text())
+    assert report["kept"] == len(rows) and report["kept"] + report["dropped"] == 87
+    # 62 of 87 since issue 28's held-out filter (behaviour.unsound) left 9 more out.
+    assert len(rows) >= 0.7 * 87 and set(report["tasks"]) == {r.id for r in rows}
+    assert all(unsound(r.checks) is None for r in rows)
+    assert all(why for why in report["dropped_tasks"].values())
+    # Methods, classes, iterators and callbacks are checked too, not only functions of plain data.
+    kinds = {t.kind for r in rows for t in r.deletion.targets}
+    assert kinds == {"function", "method", "class"}
+    steps = [s for r in rows for p in r.checks.programs for s in p.steps]
+    assert {"new", "method", "next", "callh", "call"} <= {s["op"] for s in steps}
+    assert any(a[0] == "callback" for s in steps for a in s.get("args", []))
+    assert any(a[0] == "stream" for s in steps for a in s.get("args", []))
 
 
 def test_gold_scores_one_and_untouched_zero_with_every_layer(real_tasks):
@@ -321,3 +396,110 @@ def test_summary_reads_multi_line_messages_and_nothing_after_the_counts(ci, tmp_
     assert out.rstrip().endswith("PASSED test_x.py::test_a")
     assert summary_outcomes(out, ["test_x.py::test_a", "test_x.py::test_b"]) == {
         "test_x.py::test_a": "failed", "test_x.py::test_b": "passed"}
+
+
+# ------------------------------------------------------------------------------------------------------ sweep
+# Generic forgeries over every bundled task (issue 28): the task-agnostic report forgery (rejected by the scope
+# check before it runs, and paid nothing by the verdict alone, without any in-process layer); a table of the
+# visible answers (every question the recorded test programs ask a deleted function, answered with gold's answer,
+# anything else refused; function targets whose arguments are plain data). Slow: one replay per task and forgery.
+
+SWEEP_SAMPLE = 6  # the default run sweeps the generic forgery over every 6th task; FD_SWEEP_ALL=1 over them all
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    """The bundled tasks, or those of FD_SWEEP_TASKS (the held-out packages' build, say)."""
+    path = Path(os.environ.get("FD_SWEEP_TASKS", DEFAULT_TASKS))
+    rows, problems = load_rows(path)
+    assert rows and not problems
+    return rows, path.parent
+
+
+@pytest.fixture(scope="module")
+def sampled(bundled):
+    """A deterministic sample of `bundled`, all of it with FD_SWEEP_ALL=1 or FD_SWEEP_TASKS: the generic sweep over
+    every bundled task took 209 s, too long for CI's budget."""
+    rows, tasks_dir = bundled
+    full = os.environ.get("FD_SWEEP_ALL") == "1" or "FD_SWEEP_TASKS" in os.environ
+    return (rows if full else rows[::SWEEP_SAMPLE]), tasks_dir
+
+
+def _verdict(row, tasks_dir, changes):
+    return check_behaviour(row, tasks_dir, runner_for(row), Limits(), "namespace", changes, agent_lines(row, changes))
+
+
+@pytest.mark.slow
+def test_sweep_the_generic_report_forgery_is_paid_nothing_on_any_task(sampled):
+    rows, tasks_dir = sampled
+    attack = Attack("generic", GENERIC_FORGERY, "helper", "construct.module_attribute")
+    paid = {}
+    for row in rows:
+        changes = submission(row, attack)  # appended as a helper run at import: the deleted code stays deleted
+        codes = [i.code for i in check_scope(row, changes)]
+        assert "construct.module_attribute" in codes, (row.id, codes)
+        verdict = _verdict(row, tasks_dir, changes)
+        if verdict.fraction > 0 or verdict.discriminating_matched:
+            paid[row.id] = verdict.to_dict()
+    assert paid == {}
+    # End to end, on one task: the full grader refuses it before running any of it.
+    g = grade(rows[0], tasks_dir, None, runner_for(rows[0]), changes=submission(rows[0], attack))
+    assert g.reward == 0.0 and "construct.module_attribute" in [i["code"] for i in g.invalid]
+
+
+def _signature(target) -> inspect.Signature | None:
+    node = ast.parse(target.signature.replace("async def", "def") + ": pass").body[0]
+    if node.args.vararg or node.args.kwarg or node.args.posonlyargs:
+        return None
+    namespace: dict = {}
+    try:
+        exec(compile(ast.Module([node], []), "<signature>", "exec"), namespace)  # noqa: S102 - the task's signature
+    except NameError:  # a default that names something of the package
+        return None
+    return inspect.signature(namespace[node.name])
+
+
+@pytest.mark.slow
+def test_sweep_a_table_of_the_visible_answers_is_paid_nothing_on_any_task(bundled):
+    rows, tasks_dir = bundled
+    tried, paid = 0, {}
+    for row in rows:
+        (target,) = row.deletion.targets if len(row.deletion.targets) == 1 else (None,)
+        if target is None or target.kind != "function" or "." in target.qualname or row.deletion.mode != "body":
+            continue
+        sig = _signature(target)
+        if sig is None:
+            continue
+        fn = ["ref", module_of(row, target.file), target.qualname]
+        table = {}
+        for program in row.checks.programs:
+            if any(program.heldout):
+                continue
+            for step, want in zip(program.steps, program.expect):
+                if step["op"] != "call" or step["fn"] != fn or want[0] != "ok" or want[1][0] not in ("str", "int", "bool"):
+                    continue
+                if any(a[0] not in ("str", "int", "bool", "NoneType") for a in step["args"] + [v for _, v in step["kwargs"]]):
+                    continue
+                try:
+                    bound = sig.bind(*[a[1] for a in step["args"]], **{k: v[1] for k, v in step["kwargs"]})
+                except TypeError:
+                    continue
+                bound.apply_defaults()
+                table[repr(tuple(bound.arguments.values()))] = want[1][1]
+        if not table:
+            continue
+        tried += 1
+        params = ", ".join(sig.parameters)
+        body = (f"_table = {table!r}\n_key = repr(({params},))\nif _key in _table:\n    return _table[_key]\n"
+                "raise ValueError(_key)\n")
+        changes = submission(row, Attack("table", body, "body", ""))
+        # Plain code: the scope check passes it, except where a visible answer looks like a dunder (slugify's
+        # `___This is a test___`); the verdict must refuse it either way.
+        verdict = _verdict(row, tasks_dir, changes)
+        # Held-out questions are not canonicalised against the signature (a default passed explicitly is another
+        # question), so a table may match a few held-out steps; the gate pays it nothing all the same.
+        if verdict.fraction > 0:
+            paid[row.id] = verdict.to_dict()
+    print(f"table sweep: {tried} tasks tried, {len(paid)} paid")
+    # 9 bundled tasks qualify (one function, its body deleted, its signature plain, str/int/bool answers).
+    assert tried >= (1 if "FD_SWEEP_TASKS" in os.environ else 9) and paid == {}, (tried, paid)

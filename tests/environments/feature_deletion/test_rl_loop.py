@@ -3,7 +3,9 @@
 the sandbox and grades them, and the trainer trains a tiny model on the packed batches.
 
 The tiny fdcalc tasks get one script each: gold (reward 1), stumbling (four broken turns, then
-gold: reward 1 with structured errors) and noop (submit at once: reward 0).
+gold: reward 1 with structured errors) and noop (submit at once: reward 0); a fourth task's grading
+raises (its row names an F2P test file that does not exist): the run goes on, that rollout scores 0
+with the grader's error in its trace.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from composer_prime.utils.net import free_port
 
 REPO = Path(__file__).resolve().parents[3]
 STEPS = 2
-SCRIPTS = ("gold", "stumbling", "noop")
+SCRIPTS = ("gold", "stumbling", "noop", "gold")  # the last on the task whose grading raises
 GROUP_SIZE = 2
 
 
@@ -47,11 +49,19 @@ def _toml(value) -> str:
 def test_scripted_policy_through_the_whole_rl_loop(tiny_tasks, policy, tmp_path):
     from feature_deletion.taskset import split_of
 
+    from feature_deletion.task import write_rows
+
     rows, tasks_dir, _ = tiny_tasks
     train = [r for r in rows if split_of(r) == "train"][: len(SCRIPTS)]
-    assert len(train) == len(SCRIPTS), "the tiny package should give at least three train tasks"
+    assert len(train) == len(SCRIPTS), "the tiny package should give at least four train tasks"
+    raising = train[-1].id
+    train[-1] = train[-1].model_copy(update={"f2p": ["tests/test_gone.py::test_x", *train[-1].f2p[1:]]})
     script_of = {row.id: script for row, script in zip(train, SCRIPTS, strict=True)}
-    tasks = str(Path(tasks_dir) / "tasks.jsonl")
+    (tmp_path / "tasks").mkdir()
+    for archive in Path(tasks_dir).glob("repos"):
+        (tmp_path / "tasks" / "repos").symlink_to(archive)
+    write_rows(tmp_path / "tasks" / "tasks.jsonl", train)
+    tasks = str(tmp_path / "tasks" / "tasks.jsonl")
     out = tmp_path / "run"
     config = tmp_path / "rl.toml"
     config.write_text(f"""
@@ -108,7 +118,7 @@ lr = 1e-4
     tokenizer = AutoTokenizer.from_pretrained(policy)
     for step in range(1, STEPS + 1):
         record = orchestrator[step]
-        assert record["reward/mean"] == pytest.approx(2 / 3)  # gold and stumbling solve it, noop does not
+        assert record["reward/mean"] == pytest.approx(2 / 4)  # gold and stumbling solve it, noop and the raising one not
         assert record["env/stop/done"] == 1.0 and record["num_loss_tokens"] > 0
         assert np.isfinite(trainer[step]["loss"])
         assert record["hints/sites"] > 0 and trainer[step]["loss/hint"] > 0
@@ -123,7 +133,11 @@ lr = 1e-4
             calls = [c.name for m in trace.messages if m.role == "assistant" for c in m.tool_calls or []]
             assert calls[-1] == "submit" and trace.messages[-1].content == "submitted"
             kinds = [(e.kind, e.turn) for e in trace.errors]
-            if script == "noop":
+            if task == raising:  # its grading raised: reward 0, the grader's error on the last turn, the run goes on
+                last = max(i for i, m in enumerate(trace.messages) if m.role == "assistant")
+                assert trace.reward == 0.0 and ("grading_error", last) in kinds, kinds
+                assert "FileNotFoundError" in next(e.message for e in trace.errors if e.kind == "grading_error")
+            elif script == "noop":
                 assert trace.reward == 0.0 and calls == ["submit"] and kinds == [("wrong_answer", 2)]
             elif script == "gold":
                 assert trace.reward == 1.0 and kinds == [] and "write_file" in calls and "run_tests" in calls
@@ -139,7 +153,7 @@ lr = 1e-4
                 assert "no/such/file.py" in messages["tool_error", 2]
                 assert "unknown tool" in messages["malformed_tool_call", 6]
                 assert trace.messages[9].content.startswith("error:") and "not closed" in trace.messages[9].content
-            assert trace.metrics["f2p_passed"] == (0 if script == "noop" else trace.metrics["f2p_total"])
+            assert trace.metrics["f2p_passed"] == (0 if script == "noop" or task == raising else trace.metrics["f2p_total"])
 
         # Batches: the loss mask covers exactly the sampled assistant turns, each ending with the EOS token.
         batch = read_batch(batch_path(out, step, 0))

@@ -1,6 +1,8 @@
 """pytest plugin loaded with `-p fd_report`: per-test outcomes (and optional per-test coverage).
 
-FD_REPORT=<path>: write {"nodeid": "passed"|"failed"|"skipped"|"error"} as JSON at session end.
+FD_REPORT=<path>: write {"nodeid": "passed"|"failed"|"skipped"|"error"} as JSON at session end. A test
+fails when any of its call reports fails: pytest 9 reports each subtest (`subTest`, the `subtests`
+fixture) as a call report of its own, and a unittest test whose subtests fail still passes its own.
 FD_COVERAGE=<data file> and FD_COVERAGE_SOURCE=<dir>[:<dir>...]: measure line coverage with
 one coverage context per test node id (the builder maps tests to definitions with it).
 """
@@ -37,7 +39,7 @@ def pytest_runtest_logreport(report):
             outcome = "skipped"
         else:
             outcome = report.outcome
-        if _outcomes.get(nodeid) != "error":
+        if _outcomes.get(nodeid) not in ("error", "failed"):
             _outcomes[nodeid] = outcome
     elif report.failed:
         _outcomes[nodeid] = "error"

@@ -30,10 +30,10 @@ from feature_deletion.sandbox import Limits, Sandbox, ensure_runner
 from feature_deletion.task import (
     Deletion, Source, Target, TaskRow, extract_base, is_stripped, sha256_file, strip_tree, write_rows,
 )
-from feature_deletion.validate import record_calls
+from feature_deletion.validate import with_checks
 
 logger = logging.getLogger("fd-build")
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: every kept task has checks (the verdict), or is rejected with the reason
 PYPI_SIMPLE = "https://pypi.org/simple/{name}/"
 
 
@@ -474,12 +474,24 @@ class Builder:
             return None, "no_pass_to_pass"
         row = draft.model_copy(update={"f2p": f2p, "p2p": p2p, "prompt": make_prompt(proto, deletion, f2p)})
         row = TaskRow.model_validate(row.model_dump())
-        # Restoring the original must make every F2P and P2P test pass again; the untouched task must score 0.
-        gold_grade = grade(row, self.output.parent, None, self.runner, self.limits,
+        # The verdict's checks (programs recorded on the gold code, held-out variants, gold's answers); a task that
+        # cannot be graded soundly is not kept.
+        try:
+            checked, why = with_checks(row, self.output.parent, self.runner, self.limits)
+        except Exception:  # noqa: BLE001 - one candidate whose checks cannot be built is rejected, the build goes on
+            logger.exception("building the checks of %s failed", task_id)
+            return None, "checks_error"
+        if checked is None:
+            return None, why
+        # Restoring the original must make every F2P and P2P test pass again and answer every check; the untouched
+        # task must score 0.
+        gold_grade = grade(checked, self.output.parent, None, self.runner, self.limits,
                            changes={k: v.encode() for k, v in gold.items()})
         if gold_grade.reward != 1.0:
             return None, "gold_does_not_pass"
-        return record_calls(row, self.output.parent, self.runner, self.limits), "kept"
+        if grade(checked, self.output.parent, None, self.runner, self.limits).reward != 0.0:
+            return None, "untouched_pays"
+        return checked, "kept"
 
 
 def make_prompt(proto: dict, deletion: Deletion, f2p: list[str]) -> str:

@@ -1,0 +1,107 @@
+"""The grader's audit hook (`sys.addaudithook`), installed before any of the task's code loads.
+
+Standard library only; it runs inside the sandbox: the first plugin of a grading pytest run (`-p fd_guard`)
+and the first thing the replay driver does. FD_GUARD=<json {"path": [[first line, last line], ...]}> names
+the lines the agent wrote (the definitions it rebuilt and the helpers it added, as the grader parsed them).
+
+While one of those lines is running (anywhere on the stack), a restricted event ends the process at once
+(`os._exit(EXIT)`, which no `except` catches) with one line on stderr: code compiled or executed from a
+string, frames and code objects (`sys._getframe`, `tb_frame`, `gi_frame`, `__code__`), tracing, `gc`
+introspection, `ctypes`, processes, sockets, signals, attributes set on functions (`__defaults__`, `__code__`), files
+opened for writing. What runs while a module is imported (the import system, a module's top level) is not
+restricted: agent code can only import standard modules and the package's own, which the scope check allows.
+
+This is defence in depth: the verdict never rests on what a process that ran agent code says (the
+grader compares the replayed programs' results itself); the hook makes the cheap attacks fail loudly.
+CPython 3.11 audits neither `__globals__` reads nor `sys.modules` lookups, so those stay with the scope
+check.
+"""
+
+import json
+import os
+import sys
+
+EXIT = 86
+EVENTS = frozenset({
+    "compile", "exec", "import", "open", "sys._getframe", "sys._current_frames", "sys._current_exceptions",
+    "sys.settrace", "sys.setprofile", "sys.addaudithook", "sys.excepthook", "sys.unraisablehook",
+    "object.__getattr__", "object.__setattr__", "object.__delattr__", "function.__new__", "code.__new__",
+    "gc.get_objects", "gc.get_referrers", "gc.get_referents", "gc.freeze", "builtins.input", "builtins.breakpoint",
+    "marshal.loads", "marshal.load", "marshal.dumps", "pickle.find_class", "os.system", "os.fork", "os.forkpty",
+    "os.kill", "os.killpg", "os.putenv", "os.unsetenv", "os.chdir", "os.chmod", "os.chown", "os.remove",
+    "os.rename", "os.rmdir", "os.truncate", "os.link", "os.symlink", "os.mkdir", "os.utime", "subprocess.Popen",
+    "resource.setrlimit", "signal.pthread_kill", "signal.set_wakeup_fd", "setopencode", "cpython.run_command",
+    "cpython.run_file", "cpython.run_module", "cpython.run_startup", "cpython.PyInterpreterState_New",
+    "cpython._PySys_ClearAuditHooks", "faulthandler.enable", "faulthandler.dump_traceback_later",
+    "sys.monitoring.register_callback", "tempfile.mkstemp", "tempfile.mkdtemp", "shutil.rmtree", "shutil.move",
+    "shutil.copyfile", "shutil.copymode", "shutil.copystat", "shutil.copytree", "shutil.chown",
+    "shutil.make_archive", "shutil.unpack_archive",
+})
+PREFIXES = ("ctypes.", "socket.", "os.exec", "os.spawn", "os.posix_spawn", "pty.", "winreg.", "mmap.", "syslog.",
+            "sqlite3.", "urllib.", "http.", "ftplib.", "smtplib.", "telnetlib.", "poplib.", "imaplib.", "nntplib.",
+            "webbrowser.", "_winapi.", "msvcrt.", "os.add_dll_directory", "os.listxattr", "os.setxattr")
+DENY_IMPORTS = frozenset({"ctypes", "_ctypes", "gc", "subprocess", "_posixsubprocess", "socket", "_socket",
+                          "multiprocessing", "_multiprocessing", "pty", "signal", "_signal", "faulthandler",
+                          "tracemalloc", "_tracemalloc", "resource", "mmap", "_thread", "threading"})
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def install(lines):
+    """Install the hook for {path: [[first, last], ...]}; the ranges live only in its closure."""
+    ranges = {path: tuple((int(a), int(b)) for a, b in spans) for path, spans in lines.items()}
+    getframe, write, exit_now = sys._getframe, os.write, os._exit
+    busy = [False]
+
+    def agent_running(frame):
+        """The innermost frame running a line the agent wrote, unless a module is being imported above it (the
+        import system's own work and a standard module's top level: `warnings.warn` imports `tokenize`, whose
+        namedtuples compile code)."""
+        while frame is not None:
+            if frame.f_code.co_filename.startswith("<frozen importlib"):
+                return None
+            spans = ranges.get(frame.f_code.co_filename)
+            if spans is not None:
+                line = frame.f_lineno
+                for first, last in spans:
+                    if first <= line <= last:
+                        return frame
+            frame = frame.f_back
+        return None
+
+    def restricted(event, args, caller):
+        if event == "import":
+            return str(args[0]).partition(".")[0] in DENY_IMPORTS
+        if event == "open":
+            mode, flags = args[1], args[2]
+            if isinstance(mode, str):
+                return any(c in mode for c in "wax+")
+            return isinstance(flags, int) and bool(flags & WRITE_FLAGS)
+        return True
+
+    def hook(event, args):
+        if busy[0] or not (event in EVENTS or event.startswith(PREFIXES)):
+            return
+        busy[0] = True
+        try:
+            caller = getframe(1)
+            agent = agent_running(caller)
+            if agent is not None and restricted(event, args, caller):
+                where = f"{agent.f_code.co_filename}:{agent.f_lineno}"
+                via = "" if caller is agent else f" (through {caller.f_code.co_filename}:{caller.f_lineno})"
+                write(2, f"\nfd-guard: {event} from the agent's code at {where}{via}: refused\n".encode())
+                exit_now(EXIT)
+        finally:
+            busy[0] = False
+
+    sys.addaudithook(hook)
+
+
+def install_from_env():
+    spec = os.environ.get("FD_GUARD")
+    if spec:
+        install(json.loads(spec))
+
+
+# As a pytest plugin (`-p fd_guard`) it is imported while pytest parses its arguments: before conftest files,
+# test modules and the package under test are.
+install_from_env()

@@ -1,0 +1,249 @@
+"""The verdict (feature_deletion.behaviour): programs recorded on the gold code, held-out variants whose answers
+never enter a sandbox, replayed on a fresh source-only copy and compared by the grader.
+
+On tasks the real builder makes from the tiny fdcalc package; each attack is also shown to pay where the
+verdict is left out, so that its zero comes from the verdict and not from a broken attack.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from feature_deletion.behaviour import Replay, Verdict, compare, mode_forger, run_programs, source_copy, unsound
+from feature_deletion import validate
+from feature_deletion.builder.deletions import STUB
+from feature_deletion.grading import grade
+from feature_deletion.sandbox import FILES, Limits, ensure_runner
+from feature_deletion.task import UNSOUND, CheckProgram, Checks, is_test_path, load_rows, write_rows
+
+PAY_ON_THE_REPORT = frozenset({"canaries", "report"})  # the in-process layers alone: what a forge must beat there
+
+
+def _task(rows, task_id_part):
+    return next(r for r in rows if task_id_part in r.id)
+
+
+def _with_body(row, body: str, extra: str = "") -> dict[str, bytes]:
+    """The broken file with the deleted body replaced by `body` (and `extra` appended)."""
+    rel = row.deletion.targets[0].file
+    text = row.broken_files[rel]
+    stub = next(line for line in text.splitlines() if line.strip() == STUB)
+    indent = stub[: len(stub) - len(stub.lstrip())]
+    text = text.replace(stub + "\n", textwrap.indent(textwrap.dedent(body).strip("\n") + "\n", indent), 1)
+    return {rel: (text + extra).encode()}
+
+
+def test_every_kept_task_has_held_out_checks_with_different_answers(tiny_tasks):
+    rows, _, stats = tiny_tasks
+    assert rows and all(r.checks is not None for r in rows)
+    for row in rows:
+        heldout = [json.dumps(e) for p in row.checks.programs for e, h in zip(p.expect, p.heldout) if h]
+        assert len(heldout) >= 3 and len(set(heldout)) >= 2, row.id
+        assert all(len(p.steps) == len(p.expect) == len(p.discriminating) == len(p.heldout) for p in row.checks.programs)
+        assert row.checks_status.startswith(f"{len(row.checks.programs)} programs")
+    # Methods and classes are checked too, through the objects the tests make (layer 4 of old: functions only).
+    assert {t.kind for r in rows for t in r.deletion.targets} >= {"function", "method"}
+
+
+def test_the_replay_copy_holds_the_package_sources_and_nothing_else(tiny_tasks, tmp_path):
+    rows, tasks_dir, _ = tiny_tasks
+    row = rows[0]
+    root = source_copy(row, tasks_dir, tmp_path / "src", {row.deletion.targets[0].file: b"x = 1\n"})
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    assert files == ["fdcalc/__init__.py", "fdcalc/core.py", "fdcalc/text.py"]
+    assert not any(is_test_path(f) for f in files) and (root / row.deletion.targets[0].file).read_text() == "x = 1\n"
+    assert not (tmp_path / "src.full").exists()
+
+
+def test_answers_never_enter_the_sandbox(tiny_tasks, tmp_path):
+    """The driver gets the steps only: code that reads every file it can reach in the sandbox (the workspace, its
+    output dir, /tmp) while the checks replay finds no answer, and the replay copy is read-only."""
+    rows, _, _ = tiny_tasks
+    row = _task(rows, "add:body")
+    secret = ["ok", ["str", "EXPECTED-fd-secret"]]
+    programs = [p.model_dump() | {"expect": [secret] * len(p.expect)} for p in row.checks.programs]
+    (tmp_path / "fdcalc").mkdir()
+    (tmp_path / "fdcalc" / "__init__.py").write_text(textwrap.dedent("""
+        import os
+
+        def look():
+            seen = []
+            for top in ("/workspace", "/fdout", "/tmp"):
+                for d, _, names in os.walk(top):
+                    for n in names:
+                        seen.append(open(os.path.join(d, n), errors="replace").read())
+            text = "\\n".join(seen)
+            try:
+                open("/workspace/fdcalc/oracle.txt", "w").write("x")
+                writable = True
+            except OSError:
+                writable = False
+            return {"files": len(seen), "steps": '"st' + 'eps"' in text, "answers": '"exp' + 'ect"' in text,
+                    "secret": "EXPECTED-fd-" + "secret" in text, "writable": writable}
+    """))
+    look = {"steps": [{"op": "call", "fn": ["ref", "fdcalc", "look"], "args": [], "kwargs": []}]}
+    replay = run_programs(tmp_path, row, ensure_runner(), Limits(), programs + [look], {})
+    (seen,) = replay.observations[-1]
+    assert seen[0] == "ok", seen
+    found = {k[1]: v[1] for k, v in seen[1][1]}
+    assert found == {"files": found["files"], "steps": True, "answers": False, "secret": False, "writable": False}
+    assert found["files"] >= 3  # the package, the programs, the results so far
+
+
+def test_gold_and_untouched_and_a_partial_implementation(tiny_tasks):
+    rows, tasks_dir, _ = tiny_tasks
+    runner = ensure_runner()
+    row = _task(rows, "Stack:methods")
+    gold = grade(row, tasks_dir, None, runner, changes={k: v.encode() for k, v in row.gold_files.items()})
+    assert gold.reward == 1.0 and gold.verdict["heldout_matched"] == gold.verdict["heldout"] > 0, gold.verdict
+    untouched = grade(row, tasks_dir, None, runner)
+    assert untouched.reward == 0.0
+    rel = row.deletion.targets[0].file
+    partial = row.gold_files[rel].replace("        return self.items[-1]\n", "        return None\n")
+    assert partial != row.gold_files[rel]
+    g = grade(row, tasks_dir, None, runner, changes={rel: partial.encode()})
+    v = Verdict(**g.verdict)
+    # The checks are a gate: a held-out step answered unlike gold is reward 0, whatever share of them matched.
+    assert g.reward == 0.0 and not g.invalid and 0 < v.heldout_matched < v.heldout and v.fraction == 0.0, g.to_dict()
+
+
+def test_a_table_of_the_visible_answers_does_not_pay(tiny_tasks):
+    """Every call the visible tests make (directly and inside `mul`), answered from a table of gold's answers,
+    anything else refused: the tests pass, the held-out checks do not."""
+    rows, tasks_dir, _ = tiny_tasks
+    row = _task(rows, "add:body")
+    visible = {}
+    for p in row.checks.programs:
+        if not any(p.heldout):
+            for step, want in zip(p.steps, p.expect):
+                args = tuple(a[1] for a in step["args"])
+                visible[args] = want[1][1]
+    body = f"_table = {visible!r}\nif (a, b) in _table:\n    return _table[(a, b)]\nraise ValueError(a, b)\n"
+    changes = _with_body(row, body)
+    runner = ensure_runner()
+    alone = grade(row, tasks_dir, None, runner, changes=changes, layers=PAY_ON_THE_REPORT)
+    assert alone.reward == 1.0 and not alone.invalid, alone.failing  # every visible test passes
+    g = grade(row, tasks_dir, None, runner, changes=changes)
+    assert g.reward == 0.0 and g.verdict["heldout_matched"] == 0 < g.verdict["heldout"], g.verdict
+
+
+def test_an_oracle_written_by_the_test_run_is_not_there_for_the_replay(tiny_tasks):
+    """Code that writes what the test run shows it into the workspace and answers from that later: the verdict
+    replays a fresh read-only copy of the sources only. (Scope and guard left out, so the attack runs.)"""
+    rows, tasks_dir, _ = tiny_tasks
+    row = _task(rows, "add:body")
+    body = """
+        import os
+        here = os.path.join(os.path.dirname(__file__), "oracle.txt")
+        if "pytest" in __import__("sys").modules:
+            with open(here, "a") as f:
+                f.write(repr((a, b, a + b)) + "\\n")
+            return a + b
+        if os.path.exists(here):
+            return a + b
+        raise LookupError("no oracle")
+    """
+    changes = _with_body(row, body)
+    g = grade(row, tasks_dir, None, ensure_runner(), changes=changes, layers=PAY_ON_THE_REPORT | {"behaviour"})
+    assert g.f2p_passed == g.f2p_total and g.reward == 0.0, g.to_dict()
+    assert g.verdict["discriminating_matched"] == 0 and g.verdict["missing"] == 0
+
+
+def test_an_always_equal_object_built_without_a_class_statement(tiny_tasks):
+    rows, tasks_dir, _ = tiny_tasks
+    row = _task(rows, "add:body")
+    body = """
+        import dataclasses
+        same = dataclasses.make_dataclass("Same", [], namespace={"__eq__": lambda s, o: True, "__hash__": lambda s: 0})
+        return same()
+    """
+    changes = _with_body(row, body)
+    runner = ensure_runner()
+    assert grade(row, tasks_dir, None, runner, changes=changes, layers=PAY_ON_THE_REPORT).reward == 1.0
+    verdict = grade(row, tasks_dir, None, runner, changes=changes, layers=PAY_ON_THE_REPORT | {"behaviour"})
+    assert verdict.reward == 0.0 and verdict.verdict["discriminating_matched"] == 0
+    scoped = grade(row, tasks_dir, None, runner, changes=changes)
+    assert scoped.reward == 0.0 and "construct.dunder_string" in [i["code"] for i in scoped.invalid]
+
+
+def test_compare_fails_closed():
+    program = CheckProgram(steps=[{"op": "call"}] * 3, expect=[["ok", ["int", 1]], ["ok", ["int", 2]], ["raises", "x"]],
+                           discriminating=[False, True, True], heldout=[False, False, True])
+    checks = Checks(programs=[program, program])
+    full = compare(checks, Replay([program.expect, program.expect], 0, False, ""))
+    assert full.fraction == 1.0 and full.matched == full.steps == 6
+    half = compare(checks, Replay([program.expect, program.expect[:2] + [["ok", ["int", 3]]]], 0, False, ""))
+    assert (half.heldout, half.heldout_matched, half.fraction) == (2, 1, 0.0)  # a gate, not a share
+    visible = compare(checks, Replay([program.expect, [program.expect[0], ["ok", ["int", 3]], program.expect[2]]],
+                                     0, False, ""))
+    assert (visible.heldout_matched, visible.discriminating_matched, visible.fraction) == (2, 3, 0.0)
+    assert compare(checks, Replay([program.expect, None], 0, False, "")).fraction == 0.0  # a program never answered
+    broke = compare(checks, Replay([[["ok", ["int", 9]]] + program.expect[1:], program.expect], 0, False, ""))
+    assert broke.broke == 1 and broke.fraction == 0.0
+    assert compare(checks, Replay([program.expect] * 2, 86, False, "")).fraction == 0.0  # the guard ended it
+    assert Verdict().fraction == 0.0  # no checks: nothing to pay
+
+
+@pytest.mark.parametrize("value", [
+    None, True, 3, 2**70, -0.0, float("nan"), 1 + 2j, "x\ud800y", b"\x00", bytearray(b"ab"), [1, (2, {3})],
+    frozenset({1}), {"a": [1]}, range(1, 9, 2), slice(1, None), ...,
+])
+def test_plain_data_encodes_with_exact_types_and_decodes_back(value):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fd_calls_under_test", Path(FILES) / "fd_calls.py")
+    fd_calls = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fd_calls)
+    enc = fd_calls.encode(value, fd_calls.no_other)
+    back = fd_calls.decode(json.loads(json.dumps(enc)), None)
+    assert type(back) is type(value) and repr(back) == repr(value)
+    with pytest.raises(fd_calls.Unrecordable):
+        fd_calls.encode(type("Str", (str,), {})("x"), fd_calls.no_other)  # a subclass is not the type it claims
+
+
+def _checks(answers: dict[str, list]) -> Checks:
+    """One-step programs calling `fn` with gold's answers, every step discriminating and held-out."""
+    def step(fn, i):
+        return {"op": "call", "fn": ["ref", "m", fn], "args": [["int", i]], "kwargs": []}
+
+    return Checks(programs=[CheckProgram(steps=[step(fn, i)], expect=[want], discriminating=[True], heldout=[True])
+                            for fn, wants in answers.items() for i, want in enumerate(wants)])
+
+
+def test_checks_a_per_function_constant_would_pass_are_unsound():
+    """Held-out checks must tell a table with a fallback answer from an implementation (issue 28: 48 of inflection
+    `ordinal`'s 53 held-out checks were `raises ValueError`, and the table + `int()` + "th" was paid 0.962)."""
+    ok, th, st = ["ok", ["int", 1]], ["ok", ["str", "th"]], ["ok", ["str", "st"]]
+    err = ["raises", "builtins.ValueError"]
+    assert unsound(_checks({"f": [err] * 4 + [th, st]})) == "heldout_one_answer"
+    assert unsound(_checks({"f": [err, th]})) == "too_few_heldout_checks"
+    # No answer covers more than half, but each function always answers the same: a constant per function passes.
+    assert unsound(_checks({"f": [err] * 3, "g": [ok] * 3})) == "heldout_forgeable"
+    sound = _checks({"f": [err, err, st], "g": [ok, st, err]})
+    assert unsound(sound) is None
+    # The mode forger, judged by the grader's compare, misses exactly the steps off each function's mode.
+    v = compare(sound, mode_forger(sound))
+    assert (v.heldout, v.heldout_matched, v.fraction) == (6, 3, 0.0)  # f: 2 of 3, g: 1 of 3
+
+
+def test_a_row_whose_checks_are_unsound_leaves_the_task_set_with_its_reason(tiny_tasks, tmp_path):
+    rows, _, _ = tiny_tasks
+    row = _task(rows, "add:body")
+    assert unsound(row.checks) is None
+    program = row.checks.programs[-1]
+    one_answer = program.model_copy(update={"expect": [["raises", "builtins.ValueError"]] * len(program.expect)})
+    forgeable = row.model_copy(update={"id": row.id + "-forgeable", "checks": Checks(programs=[one_answer] * 4)})
+    path = tmp_path / "tasks.jsonl"
+    write_rows(path, [row, forgeable])
+    loaded, problems = load_rows(path)
+    assert [r.id for r in loaded] == [row.id]
+    assert len(problems) == 1 and problems[0].endswith(f"{UNSOUND} {forgeable.id}: too_few_heldout_checks"), problems
+    # `fd-validate --prune` drops it from the file and adds it, with its reason, to the checks report.
+    assert validate.main([str(path), "--prune"]) == 0
+    assert [r.id for r in load_rows(path)[0]] == [row.id] and load_rows(path)[1] == []
+    report = json.loads((tmp_path / "tasks.checks.json").read_text())
+    assert (report["kept"], report["dropped"]) == (1, 1)
+    assert report["dropped_tasks"] == {forgeable.id: "too_few_heldout_checks"}

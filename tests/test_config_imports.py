@@ -132,6 +132,7 @@ RL, SFT, REPLAY = "composer_prime.configs.rl.RLConfig", "composer_prime.configs.
 # configs/<file> -> (its config class, the files layered under it)
 CONFIG_FILES = {
     "quickstart/rl.toml": (RL, ()),
+    "smollm2/rl.toml": (RL, ()),
     "quickstart/gpu.toml": (RL, ()),
     "quickstart/sft.toml": (SFT, ()),
     "quickstart/tiny_model.toml": ("composer_prime.model.tiny.TinyModelConfig", ()),

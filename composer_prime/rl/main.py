@@ -155,7 +155,8 @@ def wait_for_inference(config: RLConfig, child: Child) -> None:
     """Until inference answers /health: the trainer starts after it, so that on a shared GPU vLLM sizes its
     KV cache before the trainer holds any memory, and a server that cannot start stops the run at once."""
     url = f"http://{config.inference.host}:{config.inference.port}/health"
-    console.print(f"waiting for inference at {url}", highlight=False)
+    # stdout: on stderr a server that cannot start must leave one line, the error (README: bad input, one line)
+    print(f"waiting for inference at {url}", flush=True)
     while True:
         if (code := child.poll()) is not None:
             raise UserError(f"inference exited with code {code}: {child.error_line()} (log: {child.log_path})")

@@ -105,7 +105,7 @@ def test_inference_that_cannot_start_stops_the_run_before_the_trainer_starts(out
     before the trainer holds any): here vLLM is not installed, and no trainer or orchestrator ever ran."""
     result = run_rl("@", str(REPO / "configs/quickstart/gpu.toml"), "--model.dtype", "float32",
                     "--output-dir", str(out))
-    assert_one_line_error(result, "inference exited with code 1", "vllm backend needs vLLM")
+    assert_one_line_error(result, "inference exited with code 2", "vllm backend needs vLLM")
     assert (out / "logs/inference.log").is_file()
     assert not (out / "logs/trainer.log").exists() and not (out / "logs/orchestrator.log").exists()
 

@@ -99,3 +99,15 @@ def served(vllm_server):
         # the base served again whole (a tied output head once stayed on the previous version)
         assert np.allclose(vllm_server.fingerprint(), vllm_server.base_fingerprint, atol=1e-5)
     return vllm_server
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A seaweedfs S3 server on 127.0.0.1 with a bucket `run`, one per test module (tests/support/local_s3.py)."""
+    from local_s3 import start_local_s3
+
+    server = start_local_s3(tmp_path_factory.mktemp("s3"), bucket="run")
+    try:
+        yield server
+    finally:
+        server.stop()

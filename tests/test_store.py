@@ -7,18 +7,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from local_s3 import start_local_s3
 
 from composer_prime.store import Store
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    server = start_local_s3(tmp_path_factory.mktemp("s3"), bucket="run")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["dir", pytest.param("s3", marks=pytest.mark.slow)])

@@ -14,7 +14,6 @@ import pytest
 
 from composer_prime.batch import batch_path, read_batch, store_batch_key, store_complete_key
 from composer_prime import keys
-from local_s3 import start_local_s3
 from composer_prime.errors import UserError
 from composer_prime.orchestrator.packing import Sample, pack_step
 from composer_prime.store import Store
@@ -31,15 +30,6 @@ def _batches(step: int, world_size: int = 2, advantage: float = 0.5):
     samples = [Sample([1, 2], [3, 4, 5], [-0.1, -0.2, -0.3], advantage + step, step - 1) for _ in range(3)]
     return pack_step(samples, step=step, seq_len=8, micro_batch_rows=1, world_size=world_size, pad_token_id=0,
                      temperature=1.0)
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    server = start_local_s3(tmp_path_factory.mktemp("s3"), bucket="run")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

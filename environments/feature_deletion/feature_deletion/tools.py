@@ -7,15 +7,19 @@ recorded as a plain dict {"kind", "turn", "message", "tool"} (composer-prime's E
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-import re
 import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+# `regex`, not `re`: the pattern is the agent's, and only `regex` can bound a match's time (catastrophic
+# backtracking in `re` holds the GIL of the host process that serves every tool, with no way to interrupt it).
+import regex
 
 from feature_deletion.fstree import Quota, QuotaExceeded, remove_tree, walk
 from feature_deletion.grading import run_pytest
@@ -25,6 +29,8 @@ from feature_deletion.task import TaskRow, materialize
 MAX_READ_LINES = 400
 MAX_OUTPUT = 8000
 MAX_WRITE = 512 * 1024
+MAX_READ_BYTES = 4 << 20
+SEARCH_SECONDS = 5.0
 SEARCH_QUOTA = Quota(max_depth=64, max_entries=20_000)
 
 
@@ -39,6 +45,37 @@ class ToolError(Exception):
 # The Workspace methods a tool call may reach; their declarations (names, descriptions, argument schemas) are
 # feature_deletion.toolset's, the only ones.
 TOOL_NAMES = ("list_dir", "read_file", "search", "edit_file", "write_file", "run_tests", "submit")
+
+
+def _open_regular(target: Path, flags: int) -> int:
+    """A descriptor on `target` only if it is a regular file, else ToolError. The agent's code runs in the workspace
+    during run_tests and may leave a FIFO, a socket or a link where a file was: O_NONBLOCK keeps the open itself
+    from waiting on a pipe's other end, O_NOFOLLOW refuses a link at the last step, and the type is read from the
+    open descriptor (fstat), so nothing swapped in between a check and the open is ever read or written."""
+    try:
+        fd = os.open(target, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        # ENXIO: a FIFO with no reader or a socket; ELOOP: a link (O_NOFOLLOW)
+        why = {errno.ENXIO: "not a regular file", errno.ELOOP: "is a symbolic link; the tools do not follow links"}
+        raise ToolError(f"{target.name}: {why.get(exc.errno, f'cannot open ({exc.strerror})')}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ToolError(f"{target.name}: not a regular file")
+    return fd
+
+
+def _read_regular(target: Path, limit: int = MAX_READ_BYTES) -> str:
+    fd = _open_regular(target, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as f:
+        if os.fstat(f.fileno()).st_size > limit:
+            raise ToolError(f"{target.name}: over {limit} bytes")
+        return f.read(limit + 1)[:limit].decode()
+
+
+def _write_regular(target: Path, content: str) -> None:
+    fd = _open_regular(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "wb") as f:
+        f.write(content.encode())
 
 
 def error_record(kind: str, turn: int, message: str, tool: str | None = None) -> dict[str, Any]:
@@ -148,10 +185,8 @@ class Workspace:
 
     def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
         target = self._resolve(path)
-        if not target.is_file():
-            raise ToolError(f"{path}: not a file")
         try:
-            lines = target.read_text().splitlines()
+            lines = _read_regular(target).splitlines()
         except UnicodeDecodeError:
             raise ToolError(f"{path}: not a text file") from None
         start = max(1, int(start_line or 1))
@@ -166,8 +201,8 @@ class Workspace:
 
     def search(self, pattern: str, path: str = ".") -> str:
         try:
-            regex = re.compile(pattern)
-        except re.error as exc:
+            compiled = regex.compile(pattern)
+        except (regex.error, ValueError, OverflowError) as exc:
             raise ToolError(f"bad regex {pattern!r}: {exc}") from None
         base = self._resolve(path)
         hits = []
@@ -177,28 +212,37 @@ class Workspace:
                 and ".git" not in (base / rel).relative_to(self.root).parts]
         except QuotaExceeded as exc:
             raise ToolError(f"{path}: the tree is too large to search ({exc})") from None
+        deadline = time.monotonic() + SEARCH_SECONDS
         for f in files:
-            if f.is_symlink() or not f.is_file() or f.stat().st_size > 1 << 20:
-                continue
             try:
-                for n, line in enumerate(f.read_text().splitlines(), 1):
-                    if regex.search(line):
-                        hits.append(f"{f.relative_to(self.root)}:{n}: {line.strip()[:200]}")
-                        if len(hits) >= 100:
-                            return "\n".join(hits) + "\n[first 100 matches]"
-            except (UnicodeDecodeError, OSError):
+                lines = _read_regular(f, limit=1 << 20).splitlines()
+            except (ToolError, UnicodeDecodeError, OSError):
                 continue
+            for n, line in enumerate(lines, 1):
+                try:
+                    found = compiled.search(line, timeout=max(deadline - time.monotonic(), 1e-3))
+                except TimeoutError:
+                    raise ToolError(f"search {pattern!r} ran past {SEARCH_SECONDS:.0f}s; "
+                                    "use a simpler pattern or a narrower path") from None
+                if found:
+                    hits.append(f"{f.relative_to(self.root)}:{n}: {line.strip()[:200]}")
+                    if len(hits) >= 100:
+                        return "\n".join(hits) + "\n[first 100 matches]"
         return "\n".join(hits) if hits else "no matches"
 
     def edit_file(self, path: str, old_text: str, new_text: str) -> str:
         target = self._resolve(path)
-        if not target.is_file():
-            raise ToolError(f"{path}: not a file")
-        text = target.read_text()
+        try:
+            text = _read_regular(target)
+        except UnicodeDecodeError:
+            raise ToolError(f"{path}: not a text file") from None
         count = text.count(old_text) if old_text else 0
         if count != 1:
             raise ToolError(f"{path}: old_text occurs {count} times; it must occur exactly once")
-        target.write_text(text.replace(old_text, new_text, 1))
+        new = text.replace(old_text, new_text, 1)
+        if len(new.encode()) > MAX_WRITE:
+            raise ToolError(f"{path}: the edited file would be over {MAX_WRITE} bytes")
+        _write_regular(target, new)
         return f"edited {path}"
 
     def write_file(self, path: str, content: str) -> str:
@@ -208,7 +252,7 @@ class Workspace:
         if target.is_dir():
             raise ToolError(f"{path}: is a directory")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content)
+        _write_regular(target, content)
         os.chown(target, self.sandbox.uid, self.sandbox.uid)
         return f"wrote {len(content)} characters to {path}"
 

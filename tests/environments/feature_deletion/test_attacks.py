@@ -7,6 +7,7 @@ runner venv, no marker files outside the sandbox, and no process of a sandbox ui
 import hashlib
 import http.server
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -277,6 +278,7 @@ def test_symlink_probe_learns_nothing_about_the_host(target, host_unchanged):
 
 DEEP_CONFTEST = """
 import os
+import stat
 
 here = os.getcwd()
 for _ in range(1100):
@@ -316,3 +318,61 @@ def test_a_grading_that_raises_ends_the_rollout_at_reward_0_with_its_error(targe
     assert r.reward == 0.0 and r.stop_reason == "submitted"
     assert [e["kind"] for e in r.errors if e["kind"] == "grading_error"] == ["grading_error"]
     assert "FileNotFoundError" in next(e["message"] for e in r.errors if e["kind"] == "grading_error")
+
+
+def _answers_within(seconds: float, fn):
+    """fn() on a daemon thread: its result, or a failure if the tool server would still be stuck."""
+    box = []
+    t = threading.Thread(target=lambda: box.append(fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert box, f"the tool did not answer within {seconds} s: the host's tool server is stuck"
+    return box[0]
+
+
+def test_a_regex_that_backtracks_forever_is_cut_off_not_a_hung_host(target, host_unchanged):
+    """`search` runs the agent's pattern in the host process that serves every tool: `^(a|a)*$` against 40 a's
+    and a '!' backtracks 2^40 times. The search is bounded (an error to the agent) and the next tool answers."""
+    from feature_deletion.rollout import ToolSession
+
+    rows, out, row = target
+    with ToolSession(row, out) as session:
+        session.call("write_file", {"path": "notes.txt", "content": "a" * 40 + "!\n"}, turn=1)
+        answer = _answers_within(60, lambda: session.call("search", {"pattern": "^(a|a)*$", "path": "notes.txt"},
+                                                           turn=2))
+        assert answer.startswith("error:") and "ran past" in answer
+        assert session.call("search", {"pattern": "a+!", "path": "notes.txt"}, turn=3).startswith("notes.txt:1:")
+        assert any(e["kind"] == "tool_error" and e["turn"] == 2 for e in session.workspace.errors)
+
+
+SPECIAL_FILES = """
+import os, socket
+os.mkfifo("fdcalc/planted.py")
+s = socket.socket(socket.AF_UNIX); s.bind("fdcalc/sock.py")
+os.symlink("/etc/passwd", "README.txt")
+"""
+
+
+def test_fifos_sockets_and_links_planted_by_agent_code_are_never_opened_by_the_tools(target, host_unchanged):
+    """Agent code run by run_tests plants a FIFO (an open for writing would wait forever for a reader), a socket and
+    a link to a host file among the sources. Every tool refuses them at once, as a not-regular file, and the
+    rollout still ends with a grade."""
+    from feature_deletion.rollout import ToolSession
+
+    rows, out, row = target
+    with ToolSession(row, out) as session:
+        session.call("write_file", {"path": "conftest.py", "content": SPECIAL_FILES}, turn=1)
+        session.call("run_tests", {"tests": row.f2p[:1]}, turn=2)
+        assert stat.S_ISFIFO(os.lstat(session.workspace.root / "fdcalc/planted.py").st_mode)
+        for n, (tool, args) in enumerate([
+                ("write_file", {"path": "fdcalc/planted.py", "content": "x = 1\n"}),
+                ("edit_file", {"path": "fdcalc/planted.py", "old_text": "a", "new_text": "b"}),
+                ("read_file", {"path": "fdcalc/planted.py"}),
+                ("read_file", {"path": "fdcalc/sock.py"}),
+                ("write_file", {"path": "fdcalc/sock.py", "content": "x = 1\n"}),
+                ("read_file", {"path": "README.txt"})], start=3):
+            answer = _answers_within(30, lambda: session.call(tool, args, turn=n))
+            assert answer.startswith("error:") and ("regular file" in answer or "link" in answer), (tool, answer)
+        assert "root:" not in _answers_within(30, lambda: session.call("search", {"pattern": "root"}, turn=9))
+        outcome = _answers_within(300, lambda: session.finish(last_turn=9, turns=9))
+    assert outcome.reward == 0.0

@@ -17,7 +17,9 @@ PAID = [
     ("inflection-0.5.1/inflection/__init__.py:underscore:body", "underscore:drop#2",
      "word.replace('-', '_') dropped: underscore('foo-bar') is 'foo-bar', gold 'foo_bar'"),
     ("more-itertools-10.5.0/more_itertools/more.py:_sample_counted:body", "_sample_counted:boolop#0",
-     "`strict and len(reservoir) < k` became `or`: sample(range(10), 2, strict=True) raises ValueError"),
+     "`strict and len(reservoir) < k` became `or`: sample('abc', 2, counts=[1, 1, 1], strict=True) raises ValueError"),
+    ("more-itertools-10.5.0/more_itertools/more.py:ichunked:def", "ichunked:drop#0",
+     "`iterable = iter(iterable)` dropped: ichunked([1, 2, 3, 4, 5], 2) yields [1, 2] forever"),
 ]
 
 
@@ -74,3 +76,30 @@ def test_witness_sample_counted():
     assert len(gold_fn(iter("abc"), 2, iter([1, 1, 1]), True)) == 2
     with pytest.raises(ValueError):
         wrong_fn(iter("abc"), 2, iter([1, 1, 1]), True)
+
+
+def test_witness_ichunked():
+    """ichunked on a list: gold [[1, 2], [3, 4], [5]]; the paid mutant repeats the first chunk without end."""
+    import itertools
+    import subprocess
+    import sys
+    import tarfile
+    import tempfile
+    from pathlib import Path
+
+    from harness import TASKS
+
+    row, files = _mutant(*PAID[2][:2])
+    code = ("import itertools\nfrom more_itertools import ichunked\n"
+            "print([list(c) for c in itertools.islice(ichunked([1, 2, 3, 4, 5], 2), 4)])")
+    seen = {}
+    for name, text in (("gold", row.gold_files["more_itertools/more.py"]), ("mutant", files["more_itertools/more.py"])):
+        with tempfile.TemporaryDirectory() as tmp:
+            with tarfile.open(TASKS.parent / "repos" / "more_itertools-10.5.0.tar.gz") as tar:
+                tar.extractall(tmp, filter="data")
+            root = Path(tmp) / "more-itertools-10.5.0"
+            (root / "more_itertools/more.py").write_text(text)
+            seen[name] = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                                        env={"PYTHONPATH": str(root)}).stdout.strip()
+    assert seen == {"gold": "[[1, 2], [3, 4], [5]]", "mutant": "[[1, 2], [1, 2], [1, 2], [1, 2]]"}, seen
+    del itertools

@@ -170,11 +170,7 @@ def main(n: int | None, per_task: int) -> None:
             results.append(p)
             print("  SURVIVOR", p.line(), flush=True)
             if p.reward > 0:
-                paid.append(p)
-                (Path(__file__).parent / "results" / "mutants").mkdir(parents=True, exist_ok=True)
-                safe = p.task.replace("/", "_").replace(" ", "_")
-                for rel, text in files.items():
-                    (Path(__file__).parent / "results" / "mutants" / (safe + ".py")).write_text(text)
+                paid.append(p)  # the mutant itself is `dict(mutants(row, 10_000))[label]`: deterministic
         record("gold_mutants", results or [Played(row.id + " [no survivor]", 0.0, [], "", {}, [], 0.0)])
         print(f"{row.id}: {len(cands)} mutants, {len(survivors)} pass the checks, "
               f"{sum(r.reward > 0 for r in results)} paid ({time.perf_counter() - t0:.0f}s)", flush=True)

@@ -3,7 +3,7 @@ walks the sandbox's whole filesystem and reports every file whose text holds a d
 line, every copy of the four bundled packages and of the tasks file, and the environment. The test asserts none is
 found (it PASSES while the sandbox hides gold; a hit makes it FAIL).
 
-Reproduce: uv run pytest tests/environments/feature_deletion/redteam/test_gold_visible.py -q -s
+Reproduce: FD_REDTEAM=1 uv run pytest tests/environments/feature_deletion/redteam/test_gold_visible.py -q -s
 """
 
 from __future__ import annotations

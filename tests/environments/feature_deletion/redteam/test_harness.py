@@ -1,7 +1,7 @@
 """The red team's harness is sound: through `ToolSession`, the gold patch scores 1.0 and an untouched submission
 0.0 (on one task of each bundled package). Without this an attack's 0 would mean nothing.
 
-Reproduce: uv run pytest tests/environments/feature_deletion/redteam/test_harness.py -q
+Reproduce: FD_REDTEAM=1 uv run pytest tests/environments/feature_deletion/redteam/test_harness.py -q
 """
 
 from __future__ import annotations

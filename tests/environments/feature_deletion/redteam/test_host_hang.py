@@ -10,7 +10,7 @@ they FAIL, which is the point.
 - `write_file_fifo`: code the agent runs through `run_tests` (a conftest.py) makes a named pipe at a source
   path; `write_file` on that path opens it for writing on the host, which blocks until a reader opens it: never.
 
-Reproduce: uv run pytest tests/environments/feature_deletion/redteam/test_host_hang.py -q
+Reproduce: FD_REDTEAM=1 uv run pytest tests/environments/feature_deletion/redteam/test_host_hang.py -q
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ shmmax/shmall unlimited here. The same channel links concurrent sandboxes with e
 The test asserts the defence (no segment of the sandbox's uid left after run_tests); while the attack works it
 FAILS. It removes the segment it made (by id) either way.
 
-Reproduce: uv run pytest tests/environments/feature_deletion/redteam/test_ipc_leak.py -q -s
+Reproduce: FD_REDTEAM=1 uv run pytest tests/environments/feature_deletion/redteam/test_ipc_leak.py -q -s
 """
 
 from __future__ import annotations

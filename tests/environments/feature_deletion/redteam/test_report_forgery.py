@@ -9,7 +9,7 @@
 Run over a fixed random sample of 8 bundled tasks (seed 7; FD_REDTEAM_ALL=1 for all 62). Each asserts reward 0 on
 every task (PASSES while the defence holds).
 
-Reproduce: uv run pytest tests/environments/feature_deletion/redteam/test_report_forgery.py -q -s
+Reproduce: FD_REDTEAM=1 uv run pytest tests/environments/feature_deletion/redteam/test_report_forgery.py -q -s
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ disk (the 512 MiB workspace quota is read at grading, after the disk was filled,
 
 The tests assert the defence (an aggregate bound): while the attack works they FAIL.
 
-Reproduce: uv run pytest tests/environments/feature_deletion/redteam/test_resources.py -q -s
+Reproduce: FD_REDTEAM=1 uv run pytest tests/environments/feature_deletion/redteam/test_resources.py -q -s
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ each); each one here has a witness: a program on which gold and the mutant answe
 the task's own sdist, `test_witness`). Each mutant is played end to end through `ToolSession` (write_file, submit,
 finish): `test_wrong_rebuild_is_paid_nothing` asserts the defence (reward 0) and FAILS while a wrong rebuild is paid.
 
-Reproduce: uv run pytest tests/environments/feature_deletion/redteam/test_wrong_code_paid.py -q
+Reproduce: FD_REDTEAM=1 uv run pytest tests/environments/feature_deletion/redteam/test_wrong_code_paid.py -q
 (the sweep that found them: .venv/bin/python tests/environments/feature_deletion/redteam/mutants.py all 6)
 """
 

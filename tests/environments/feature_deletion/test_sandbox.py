@@ -154,3 +154,58 @@ def test_a_session_whose_sandbox_cannot_start_is_refused_before_any_work(tiny_ta
         (runner / "bin" / "python").chmod(0o755)
     with pytest.raises(SandboxUnavailable, match=re.escape(problem)):
         ToolSession(rows[0], tasks_dir, runner=runner, limits=Limits(wall_s=2))
+
+
+def test_an_ended_command_keeps_its_writes_and_leaves_no_cgroup_or_mount(tmp_path, runner):
+    """A command past its wall clock is ended by its init, which copies the staged workspace back first; its
+    memory cgroup is removed, and nothing of the staging is mounted on the host."""
+    from feature_deletion.memcap import PREFIX, hierarchies
+
+    sb = Sandbox(tmp_path, runner=runner, limits=Limits(wall_s=3))
+    code = "open('/workspace/kept', 'w').write('x')\nimport time\ntime.sleep(100)\n"
+    result = sb.run([sb.python, "-c", code])
+    assert result.timed_out and (tmp_path / "kept").read_text() == "x"
+    assert [c for h in hierarchies() for p in h.parents if p.is_dir() for c in p.iterdir()
+            if c.name.startswith(f"{PREFIX}{os.getpid()}-")] == []
+    assert ".fd-sandbox" not in Path("/proc/self/mountinfo").read_text()
+    time.sleep(0.5)
+    assert _sandbox_pids(sb) == []
+
+
+def test_a_read_only_workspace_stays_read_only_and_the_output_dir_is_capped(tmp_path, runner):
+    work, out = tmp_path / "work", tmp_path / "out"
+    work.mkdir()
+    out.mkdir()
+    (work / "a.py").write_text("x = 1\n")
+    sb = Sandbox(work, runner=runner, limits=Limits(disk_mb=8), outdir=out, writable=False)
+    code = ("import os\ntry:\n    open('/workspace/b.py', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
+            "open('/fdout/r.json', 'w').write('{}')\n"
+            "try:\n    open('/fdout/big', 'wb').write(b'x' * 16 * 2**20)\nexcept OSError as e:\n    print('full', e.errno)\n")
+    result = sb.run([sb.python, "-c", code])
+    assert "ro 30" in result.stdout and "full 28" in result.stdout, result.output
+    assert sorted(p.name for p in work.iterdir()) == ["a.py"] and (out / "r.json").read_text() == "{}"
+    assert (out / "big").stat().st_size <= 8 * 2**20
+
+
+WATCHDOG_CODE = """
+import sys
+from feature_deletion.memcap import hierarchies
+from feature_deletion.sandbox import Limits, Sandbox
+print("hierarchies", len(hierarchies()))
+code = ("import os, time\\nfor _ in range(4):\\n    if os.fork() == 0:\\n        b = bytearray(200 * 2**20)\\n"
+        "        for i in range(0, len(b), 4096): b[i] = 1\\n        time.sleep(5); os._exit(0)\\n"
+        "for _ in range(4): os.wait()\\nprint('done')\\n")
+sb = Sandbox(sys.argv[1], runner=sys.argv[2], limits=Limits(total_memory_mb=256, memory_mb=1024, wall_s=60))
+r = sb.run([sb.python, "-c", code])
+print("exceeded", r.memory_exceeded, "done" in r.stdout, r.stderr.strip().splitlines()[-1:])
+"""
+
+
+def test_without_cgroups_a_watchdog_ends_a_command_over_its_memory_cap(tmp_path, runner):
+    """Where no cgroup can be made (here: /sys/fs/cgroup hidden under an empty tmpfs, as in an unprivileged
+    container), the watchdog over the sandbox uid's resident memory ends the command."""
+    script = ("mount -t tmpfs none /sys/fs/cgroup && exec \"$0\" -c \"$1\" \"$2\" \"$3\"")
+    out = subprocess.run(["unshare", "--mount", "sh", "-c", script, sys.executable, WATCHDOG_CODE, str(tmp_path),
+                          str(runner)], capture_output=True, text=True, timeout=120)
+    assert "hierarchies 0" in out.stdout, out.stdout + out.stderr
+    assert "exceeded True False" in out.stdout and "it was ended" in out.stdout, out.stdout + out.stderr

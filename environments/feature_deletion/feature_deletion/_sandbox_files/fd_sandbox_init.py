@@ -129,6 +129,8 @@ def main():
                 f.write("-1000")
         except PermissionError:
             pass
+    # Copying a staged tree holds two directories open per level of it.
+    resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
     root = spec["root"]
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=755")

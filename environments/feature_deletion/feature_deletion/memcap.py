@@ -5,13 +5,13 @@ keeps one rollout from exhausting the host. The cap is a memory cgroup made for 
 whichever this host lets us create (`MemoryCgroup.create`): the sandbox's init joins it before anything
 else runs, so every process of the command and every tmpfs page it writes (its /tmp, its staged
 workspace) is charged to it, and the kernel kills processes of the command, never others, when it is
-full. It is removed after the command, also when the command was killed, and a cgroup left by a host
-process that died is removed by the next one made beside it.
+full. It is removed after the command, also when the command was killed, and an empty cgroup left by a
+host process that died is removed by the next one made beside it.
 
 Where no memory cgroup can be made (an unprivileged container, no memory controller), `Watchdog` sums
 the resident memory of the sandbox uid's processes from /proc every `WATCHDOG_S` and kills the command
 when the sum is over the cap: a bound, not an exact one (what the processes allocate within one
-interval comes on top).
+interval comes on top; the tmpfs of /tmp and of the staged workspace are bounded by their own sizes).
 """
 
 from __future__ import annotations
@@ -134,7 +134,8 @@ class MemoryCgroup:
                 return group
         except (OSError, ValueError):
             pass
-        group.remove()
+        with contextlib.suppress(OSError):
+            group.remove()
         return None
 
     def oom_kills(self) -> int:
@@ -192,15 +193,14 @@ def _remove(path: Path, timeout: float = 10.0) -> None:
 
 
 def _sweep(parent: Path) -> None:
-    """Remove the cgroups of host processes that died while their command ran."""
+    """Remove the empty cgroups of host processes that died while their command ran (never killing what is
+    in one: a host process of another pid namespace may share this parent)."""
     with contextlib.suppress(OSError):
         for child in parent.iterdir():
-            if not child.name.startswith(PREFIX):
-                continue
             pid = child.name[len(PREFIX):].split("-", 1)[0]
-            if pid.isdigit() and not Path("/proc", pid).exists():
+            if child.name.startswith(PREFIX) and pid.isdigit() and not Path("/proc", pid).exists():
                 with contextlib.suppress(OSError):
-                    _remove(child, timeout=1.0)
+                    child.rmdir()
 
 
 class Watchdog:

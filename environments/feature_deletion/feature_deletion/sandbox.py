@@ -338,9 +338,8 @@ class Sandbox:
             binds.append((str(Path(self.outdir).resolve()), OUTDIR, True))
         masks = [m for m in _python_masks(list(python_prefixes))
                  if self.runner is None or not m.startswith(str(Path(self.runner).resolve()))]
-        self._chown(self.workdir)
-        if self.outdir is not None:
-            self._chown(Path(self.outdir))
+        if not self.writable:  # a writable workdir (and the output dir) is staged, its copy given to the uid
+            self._chown(self.workdir)
         cap = self.limits.total_memory_mb * 2**20
         cgroup = MemoryCgroup.create(cap)
         spec = {

@@ -341,18 +341,18 @@ class Sandbox:
         if not self.writable:  # a writable workdir (and the output dir) is staged, its copy given to the uid
             self._chown(self.workdir)
         cap = self.limits.total_memory_mb * 2**20
-        cgroup = MemoryCgroup.create(cap)
         spec = {
             "root": ROOT_MOUNTPOINT, "binds": binds, "masks": masks, "tmp_mb": self.limits.tmp_mb,
             "cwd": cwd or WORKSPACE, "uid": self.uid, "limits": self.limits.rlimits(),
             "argv": argv, "env": full_env, "lib": str(Path(__file__).parent),
-            "cgroup": cgroup.procs if cgroup else None,
             "stage": {"point": STAGE_MOUNTPOINT, "mb": self.limits.disk_mb, "inodes": self.limits.disk_entries},
         }
-        command = ["unshare", "--mount", "--pid", "--net", "--fork", "--kill-child",
-                   sys.executable, "-I", "-S", str(INIT), json.dumps(spec)]
+        cgroup = MemoryCgroup.create(cap)
         watchdog = None if cgroup else Watchdog(self.uid, cap)
         try:
+            spec["cgroup"] = cgroup.procs if cgroup else None
+            command = ["unshare", "--mount", "--pid", "--net", "--fork", "--kill-child",
+                       sys.executable, "-I", "-S", str(INIT), json.dumps(spec)]
             result = _execute(command, {"PATH": os.environ.get("PATH", "")}, "/", None, wall,
                               self.limits.output_kb * 1024, watchdog)
         finally:

@@ -1,17 +1,32 @@
-"""Local sandbox for agent code: namespaces + chroot + unprivileged uid + rlimits.
+"""Local sandbox for agent code: namespaces + chroot + unprivileged uid + rlimits + a memory and a disk cap.
 
-Every command runs under `unshare --mount --pid --net --fork --kill-child` with a small init
+Every command runs under `unshare --mount --pid --net --ipc --uts --fork --kill-child` with a small init
 (`_sandbox_files/fd_sandbox_init.py`) that builds a fresh root from read-only bind mounts of
 what the interpreter and the runner need (/etc, /usr/bin, the shared libraries, the test-runner
 venv and its base interpreter, whose installed packages, bundled wheels and test fixtures are
-masked except the runner's own), mounts only the rollout's workdir read-write at /workspace
-and a size-capped tmpfs at /tmp, then drops to a uid of its own with rlimits (CPU time,
-address space, processes, file size, open files). The network namespace has no interface
-but a down loopback. A wall-clock limit kills the process group; the pid namespace makes the
-kernel kill every process the command left behind.
+masked except the runner's own), a size-capped tmpfs at /tmp and the rollout's workdir read-write
+at /workspace, then drops to a uid of its own with rlimits (CPU time, address space, processes,
+file size, open files). The network namespace has no interface but a down loopback. A wall-clock
+limit ends the command; the pid namespace makes the kernel kill every process the command left behind.
+
+Whole-command caps, on all of its processes together (rlimits bound one process each):
+- memory (`Limits.total_memory_mb`): a memory cgroup made for the command, v2 or v1, whichever the
+  host lets us create (`feature_deletion.memcap`); its processes, their /tmp and their staged workspace
+  are charged to it, and the kernel kills the command's processes (on v2 all of them, on v1 the
+  largest until it fits) when it is full. Where no cgroup can be made (an unprivileged container, no
+  memory controller), a watchdog sums the sandbox uid's resident memory from /proc every 50 ms and
+  ends the command over the cap: a looser bound (what it allocates in 50 ms comes on top; /tmp and the
+  workspace tmpfs are bounded by their own sizes).
+- disk (`Limits.disk_mb`, `Limits.disk_entries`): a writable workdir (and the grader's output dir) is
+  never written in place: the init copies it onto one tmpfs of that size, mounts the copy, and once the
+  command is over and all its processes are dead, copies the result back (`fstree.mirror`: links and
+  FIFOs as such, never followed). A write past the quota fails (ENOSPC); a workdir already over it
+  cannot be staged and the command does not run. The copy costs once per command what the tree holds
+  (the tasks' repositories are small); a command that is ended (wall clock, memory) is copied back too.
 
 When namespaces are unavailable the sandbox refuses to run unless built with
-`isolation="none"` (an explicit opt-out that only applies rlimits and a process group).
+`isolation="none"` (an explicit opt-out that only applies rlimits and a process group: no memory
+or disk cap).
 """
 
 from __future__ import annotations
@@ -32,6 +47,7 @@ from pathlib import Path
 from typing import Literal
 
 from feature_deletion.fstree import chown_tree
+from feature_deletion.memcap import WATCHDOG_S, MemoryCgroup, Watchdog
 
 FILES = Path(__file__).parent / "_sandbox_files"
 INIT = FILES / "fd_sandbox_init.py"
@@ -39,6 +55,8 @@ WORKSPACE = "/workspace"
 HELPERS = "/opt/fd"  # the report plugin, read-only
 OUTDIR = "/fdout"  # grader-owned output dir (reports, coverage)
 ROOT_MOUNTPOINT = "/tmp/.fd-sandbox-root"
+STAGE_MOUNTPOINT = "/tmp/.fd-sandbox-stage"  # the disk-capped tmpfs, outside the new root
+STOP_GRACE_S = 60.0  # an ended command's staged trees (at most disk_mb) are copied back within this
 RUNNER_ROOTS = ("pytest", "coverage")
 Isolation = Literal["namespace", "none"]
 
@@ -56,7 +74,10 @@ class Limits:
     cpu_s: int = 120  # CPU seconds per process (RLIMIT_CPU)
     memory_mb: int = 4096  # address space per process (RLIMIT_AS)
     nproc: int = 256  # processes of the sandbox uid (RLIMIT_NPROC)
+    total_memory_mb: int = 4096  # all the command's processes together, with their /tmp and staged workspace
     fsize_mb: int = 64  # largest file a process may write (RLIMIT_FSIZE)
+    disk_mb: int = 512  # what the writable workspace (with the output dir) may hold while a command runs
+    disk_entries: int = 50_000  # files, directories and links it may hold
     nofile: int = 1024
     wall_s: float = 300.0  # wall clock of one command; the whole tree is killed past it
     tmp_mb: int = 256  # size of the private /tmp
@@ -80,6 +101,7 @@ class RunResult:
     stderr: str
     wall_s: float
     timed_out: bool = False
+    memory_exceeded: bool = False  # processes were killed for the command's memory cap
 
     @property
     def output(self) -> str:
@@ -296,28 +318,7 @@ class Sandbox:
     def _run_checked(self, argv, env=None, cwd=None, wall_s=None, python_prefixes=()) -> RunResult:
         wall = wall_s if wall_s is not None else self.limits.wall_s
         full_env = self._base_env() | (env or {})
-        if self.isolation == "namespace":
-            os.makedirs(ROOT_MOUNTPOINT, exist_ok=True)
-            binds = [(p, p, False) for p in system_binds(list(python_prefixes))]
-            binds += [(str(FILES), HELPERS, False), (str(self.workdir), WORKSPACE, self.writable)]
-            if self.outdir is not None:
-                binds.append((str(Path(self.outdir).resolve()), OUTDIR, True))
-            masks = [m for m in _python_masks(list(python_prefixes))
-                     if self.runner is None or not m.startswith(str(Path(self.runner).resolve()))]
-            spec = {
-                "root": ROOT_MOUNTPOINT, "binds": binds, "masks": masks, "tmp_mb": self.limits.tmp_mb,
-                "cwd": cwd or WORKSPACE, "uid": self.uid, "limits": self.limits.rlimits(),
-                "argv": argv, "env": full_env,
-            }
-            self._chown(self.workdir)
-            if self.outdir is not None:
-                self._chown(Path(self.outdir))
-            command = ["unshare", "--mount", "--pid", "--net", "--fork", "--kill-child",
-                       sys.executable, "-I", "-S", str(INIT), json.dumps(spec)]
-            preexec = None
-            popen_cwd = "/"
-        else:
-            command = argv
+        if self.isolation == "none":
             limits = self.limits.rlimits()
 
             def preexec():
@@ -328,9 +329,43 @@ class Sandbox:
                         continue  # per-uid: would count the host's own processes
                     resource.setrlimit(getattr(resource, name), (value, value))
 
-            popen_cwd = cwd or str(self.workdir)
-        return _execute(command, full_env if self.isolation == "none" else {"PATH": os.environ.get("PATH", "")},
-                        popen_cwd, preexec, wall, self.limits.output_kb * 1024)
+            return _execute(argv, full_env, cwd or str(self.workdir), preexec, wall, self.limits.output_kb * 1024)
+        for point in (ROOT_MOUNTPOINT, STAGE_MOUNTPOINT):
+            os.makedirs(point, exist_ok=True)
+        binds = [(p, p, False) for p in system_binds(list(python_prefixes))]
+        binds += [(str(FILES), HELPERS, False), (str(self.workdir), WORKSPACE, self.writable)]
+        if self.outdir is not None:
+            binds.append((str(Path(self.outdir).resolve()), OUTDIR, True))
+        masks = [m for m in _python_masks(list(python_prefixes))
+                 if self.runner is None or not m.startswith(str(Path(self.runner).resolve()))]
+        if not self.writable:  # a writable workdir (and the output dir) is staged, its copy given to the uid
+            self._chown(self.workdir)
+        cap = self.limits.total_memory_mb * 2**20
+        spec = {
+            "root": ROOT_MOUNTPOINT, "binds": binds, "masks": masks, "tmp_mb": self.limits.tmp_mb,
+            "cwd": cwd or WORKSPACE, "uid": self.uid, "limits": self.limits.rlimits(),
+            "argv": argv, "env": full_env, "lib": str(Path(__file__).parent),
+            "stage": {"point": STAGE_MOUNTPOINT, "mb": self.limits.disk_mb, "inodes": self.limits.disk_entries},
+        }
+        cgroup = MemoryCgroup.create(cap)
+        watchdog = None if cgroup else Watchdog(self.uid, cap)
+        try:
+            spec["cgroup"] = cgroup.procs if cgroup else None
+            command = ["unshare", "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child",
+                       sys.executable, "-I", "-S", str(INIT), json.dumps(spec)]
+            result = _execute(command, {"PATH": os.environ.get("PATH", "")}, "/", None, wall,
+                              self.limits.output_kb * 1024, watchdog)
+        finally:
+            kills = cgroup.oom_kills() if cgroup else 0
+            if cgroup:
+                cgroup.remove()
+        if kills:
+            result.memory_exceeded = True
+        if result.memory_exceeded:
+            result.stderr += (f"\nsandbox: the command's processes together went over its memory cap "
+                              f"({self.limits.total_memory_mb} MiB)" + (f"; {kills} were killed" if kills else
+                                                                       "; it was ended") + "\n")
+        return result
 
     def _chown(self, path: Path) -> None:
         chown_tree(path, self.uid, self.uid)
@@ -344,19 +379,51 @@ def _tail(f, limit: int) -> str:
     return (f"[... {size - limit} bytes cut ...]\n" if size > limit else "") + text
 
 
-def _execute(command, env, cwd, preexec, wall, output_limit) -> RunResult:
+def _execute(command, env, cwd, preexec, wall, output_limit, watchdog: Watchdog | None = None) -> RunResult:
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
                                 start_new_session=True, preexec_fn=preexec)
-        timed_out = False
+        timed_out = over = False
         try:
-            proc.wait(timeout=wall)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        kill_tree(proc)  # also takes down anything the command left running
+            while True:
+                left = wall - (time.monotonic() - start)
+                if left <= 0:
+                    timed_out = True
+                    break
+                try:
+                    proc.wait(timeout=min(left, WATCHDOG_S) if watchdog else left)
+                    break
+                except subprocess.TimeoutExpired:
+                    if watchdog is not None and watchdog.over():
+                        over = True
+                        break
+            if timed_out or over:
+                stop(proc)
+        finally:
+            kill_tree(proc)  # also takes down anything the command left running
         code = proc.returncode
-        return RunResult(code, _tail(out, output_limit), _tail(err, output_limit), time.monotonic() - start, timed_out)
+        return RunResult(code, _tail(out, output_limit), _tail(err, output_limit), time.monotonic() - start, timed_out,
+                         memory_exceeded=over)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """End a sandboxed command: SIGTERM to its init, which kills every process of it and copies the staged
+    trees back (bounded by the disk quota), then waits; the process group is killed if that takes too long."""
+    try:
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    except OSError:
+        children = []  # no init yet, or a kernel without the children file: kill_tree ends it, without copying back
+    for pid in children:
+        try:
+            os.kill(int(pid), signal.SIGTERM)
+        except (ProcessLookupError, ValueError):
+            pass
+    if children:
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def kill_tree(proc: subprocess.Popen) -> None:

@@ -376,3 +376,135 @@ def test_fifos_sockets_and_links_planted_by_agent_code_are_never_opened_by_the_t
         assert "root:" not in _answers_within(30, lambda: session.call("search", {"pattern": "root"}, turn=9))
         outcome = _answers_within(300, lambda: session.finish(last_turn=9, turns=9))
     assert outcome.reward == 0.0
+
+
+# Each writes 10 files of 16 MiB, or forks 4 children touching 400 MiB each, from a conftest that run_tests loads.
+DISK_CONFTEST = """
+def pytest_configure(config):
+    for i in range(10):
+        try:
+            with open(f"junk{i}.bin", "wb") as f:
+                for _ in range(16):
+                    f.write(b"x" * 2**20)
+        except OSError:
+            pass
+"""
+MEMORY_CONFTEST = """
+import os, time
+def pytest_configure(config):
+    pids = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:
+            block = bytearray(400 * 2**20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            time.sleep(2)
+            os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+"""
+CAPS = Limits(disk_mb=64, total_memory_mb=256, memory_mb=1024, wall_s=60)
+
+
+class Sampler(threading.Thread):
+    """The largest value `measure` took, sampled every 10 ms until stopped."""
+
+    def __init__(self, measure):
+        super().__init__(daemon=True)
+        self.measure, self.peak, self.done = measure, 0, threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            try:
+                self.peak = max(self.peak, self.measure())
+            except OSError:
+                pass
+            time.sleep(0.01)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.join()
+
+
+def _tree_bytes(root: Path) -> int:
+    from feature_deletion.fstree import walk
+
+    return sum(st.st_size for _, st in walk(root, quota=None) if stat.S_ISREG(st.st_mode))
+
+
+def _proportional_memory(uid: int) -> int:
+    """What `uid`'s processes hold in memory together: the sum of their proportional set sizes (shared pages
+    counted once, unlike the sum of resident sizes)."""
+    total = 0
+    for p in Path("/proc").iterdir():
+        try:
+            if not p.name.isdigit() or p.stat().st_uid != uid:
+                continue
+            for line in (p / "smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def _left_on_host() -> list[str]:
+    """Cgroups this process made and sandbox mounts seen from the host (there must be none between commands)."""
+    from feature_deletion.memcap import PREFIX, hierarchies
+
+    groups = [str(c) for h in hierarchies() for p in h.parents if p.is_dir() for c in p.iterdir()
+              if c.name.startswith(f"{PREFIX}{os.getpid()}-")]
+    mounts = [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if ".fd-sandbox" in line]
+    return groups + mounts
+
+
+def test_filling_the_host_disk_from_run_tests(target, host_unchanged):
+    """The workspace is staged on a tmpfs of `disk_mb` for each command: 160 MiB of writes per run_tests (twice)
+    leave at most 64 MiB in the host's workspace, at any moment, and the rollout is still graded."""
+    from feature_deletion.rollout import ToolSession
+
+    _, out, row = target
+    with ToolSession(row, out, limits=CAPS) as session:
+        root = session.workspace.root
+        session.call("write_file", {"path": "conftest.py", "content": DISK_CONFTEST}, turn=2)
+        with Sampler(lambda: _tree_bytes(root)) as disk:
+            outputs = [session.call("run_tests", {}, turn=t) for t in (3, 4)]
+        final = _tree_bytes(root)
+        assert _left_on_host() == []
+        outcome = session.finish(last_turn=4, turns=3)
+        tmp = session.workspace._tmp
+    print(f"host workspace: peak {disk.peak / 2**20:.1f} MiB, final {final / 2**20:.1f} MiB (cap 64 MiB; "
+          "160 MiB written per command)")
+    assert "filled its disk quota (64 MiB" in outputs[0] and "filled its disk quota" in outputs[1]
+    assert 48 * 2**20 < final <= disk.peak <= 64 * 2**20  # it wrote until the quota was full, and not past it
+    assert outcome.reward == 0.0 and outcome.grade["f2p_total"] == len(row.f2p)
+    assert not Path(tmp).exists() and _left_on_host() == []
+
+
+def test_forking_children_that_touch_memory(target, host_unchanged):
+    """4 children touching 400 MiB each (1.6 GiB, under a per-process RLIMIT_AS of 1 GiB) in one command whose
+    processes may hold 256 MiB together: the kernel kills them at the cap, the run_tests output says so, what
+    the sandbox uid held at once stays under the cap, and the rollout is still graded."""
+    from feature_deletion.rollout import ToolSession
+
+    _, out, row = target
+    with ToolSession(row, out, limits=CAPS) as session:
+        session.call("write_file", {"path": "conftest.py", "content": MEMORY_CONFTEST}, turn=2)
+        uid = session.workspace.sandbox.uid
+        with Sampler(lambda: _proportional_memory(uid)) as memory:
+            text = session.call("run_tests", {}, turn=3)
+        assert _left_on_host() == []
+        outcome = session.finish(last_turn=3, turns=2)
+    print(f"sandbox uid's memory: peak {memory.peak / 2**20:.1f} MiB (cap 256 MiB; the attack touches 1600 MiB)")
+    assert "went over its memory cap (256 MiB)" in text, text[-2000:]
+    # The cgroup charges each page once, to the cap; the sampled sum of proportional sizes also holds shared
+    # library pages charged elsewhere (a few MiB per process).
+    assert 0 < memory.peak <= 256 * 2**20 + 32 * 2**20
+    assert outcome.reward == 0.0 and outcome.grade["f2p_total"] == len(row.f2p)
+    assert _left_on_host() == []

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 
 import pytest
-from feature_deletion.fstree import Quota, QuotaExceeded, chown_tree, remove_tree, walk
+from feature_deletion.fstree import Quota, QuotaExceeded, chown_tree, mirror, remove_tree, walk
 
 DEPTH = 1100
 
@@ -69,3 +70,26 @@ def test_walk_counts_entries_and_bytes_and_never_follows_links(tmp_path):
     remove_tree(tmp_path / "link")
     assert (tmp_path / "a").exists() and not (tmp_path / "link").is_symlink()
     remove_tree(tmp_path / "missing")  # nothing there: nothing to do
+
+
+def test_mirror_replaces_links_and_never_writes_through_them(tmp_path):
+    """What sandboxed code left is copied as it is: links stay links (never followed, in either tree), a link in
+    the destination where the source has a directory is replaced, FIFOs are made, not opened, and extra entries
+    of the destination go."""
+    src, dst, outside = tmp_path / "src", tmp_path / "dst", tmp_path / "outside"
+    for d in (src / "sub", dst, outside):
+        d.mkdir(parents=True)
+    (src / "sub" / "f.txt").write_text("new")
+    os.symlink(outside, src / "link")
+    os.mkfifo(src / "fifo")
+    os.chmod(src / "sub" / "f.txt", 0o640)
+    os.symlink(outside, dst / "sub")  # the host tree has a link where the source has a directory
+    os.mkfifo(dst / "fifo")  # opened for writing, a FIFO would block
+    (dst / "stale").mkdir()
+    (dst / "stale" / "x").write_text("x")
+    mirror(src, dst)
+    assert list(outside.iterdir()) == []
+    assert (dst / "sub").is_dir() and not (dst / "sub").is_symlink() and (dst / "sub" / "f.txt").read_text() == "new"
+    assert os.readlink(dst / "link") == str(outside) and stat.S_ISFIFO(os.lstat(dst / "fifo").st_mode)
+    assert oct(os.lstat(dst / "sub" / "f.txt").st_mode & 0o777) == "0o640" and not (dst / "stale").exists()
+    assert os.lstat(dst / "sub" / "f.txt").st_mtime_ns == os.lstat(src / "sub" / "f.txt").st_mtime_ns

@@ -154,3 +154,100 @@ def test_a_session_whose_sandbox_cannot_start_is_refused_before_any_work(tiny_ta
         (runner / "bin" / "python").chmod(0o755)
     with pytest.raises(SandboxUnavailable, match=re.escape(problem)):
         ToolSession(rows[0], tasks_dir, runner=runner, limits=Limits(wall_s=2))
+
+
+def test_an_ended_command_keeps_its_writes_and_leaves_no_cgroup_or_mount(tmp_path, runner):
+    """A command past its wall clock is ended by its init, which copies the staged workspace back first; its
+    memory cgroup is removed, and nothing of the staging is mounted on the host."""
+    from feature_deletion.memcap import PREFIX, hierarchies
+
+    sb = Sandbox(tmp_path, runner=runner, limits=Limits(wall_s=3))
+    code = "open('/workspace/kept', 'w').write('x')\nimport time\ntime.sleep(100)\n"
+    result = sb.run([sb.python, "-c", code])
+    assert result.timed_out and (tmp_path / "kept").read_text() == "x"
+    assert [c for h in hierarchies() for p in h.parents if p.is_dir() for c in p.iterdir()
+            if c.name.startswith(f"{PREFIX}{os.getpid()}-")] == []
+    assert ".fd-sandbox" not in Path("/proc/self/mountinfo").read_text()
+    time.sleep(0.5)
+    assert _sandbox_pids(sb) == []
+
+
+def test_a_read_only_workspace_stays_read_only_and_the_output_dir_is_capped(tmp_path, runner):
+    work, out = tmp_path / "work", tmp_path / "out"
+    work.mkdir()
+    out.mkdir()
+    (work / "a.py").write_text("x = 1\n")
+    sb = Sandbox(work, runner=runner, limits=Limits(disk_mb=8), outdir=out, writable=False)
+    code = ("import os\ntry:\n    open('/workspace/b.py', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
+            "open('/fdout/r.json', 'w').write('{}')\n"
+            "try:\n    open('/fdout/big', 'wb').write(b'x' * 16 * 2**20)\nexcept OSError as e:\n    print('full', e.errno)\n")
+    result = sb.run([sb.python, "-c", code])
+    assert "ro 30" in result.stdout and "full 28" in result.stdout, result.output
+    assert sorted(p.name for p in work.iterdir()) == ["a.py"] and (out / "r.json").read_text() == "{}"
+    assert (out / "big").stat().st_size <= 8 * 2**20
+
+
+def _without_cgroups(run):
+    """`run()` in a child process whose mount namespace hides /sys/fs/cgroup under an empty tmpfs, as in an
+    unprivileged container; its return value (a string) comes back."""
+    import ctypes
+
+    from feature_deletion.memcap import hierarchies
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            assert libc.unshare(0x00020000) == 0  # CLONE_NEWNS
+            assert libc.mount(None, b"/", None, ctypes.c_ulong(16384 | (1 << 18)), None) == 0  # MS_REC | MS_PRIVATE
+            assert libc.mount(b"none", b"/sys/fs/cgroup", b"tmpfs", ctypes.c_ulong(0), None) == 0
+            hierarchies.cache_clear()
+            os.write(write, run().encode())
+        except BaseException as exc:  # noqa: BLE001
+            os.write(write, f"child failed: {exc!r}".encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        out = f.read()
+    os.waitpid(pid, 0)
+    return out
+
+
+def test_without_cgroups_a_watchdog_ends_a_command_over_its_memory_cap(tmp_path, runner):
+    """Where no cgroup can be made (an unprivileged container), the watchdog over the sandbox uid's resident memory
+    ends the command."""
+    from feature_deletion.memcap import MemoryCgroup
+
+    code = ("import os, time\nfor _ in range(4):\n    if os.fork() == 0:\n        b = bytearray(200 * 2**20)\n"
+            "        for i in range(0, len(b), 4096): b[i] = 1\n        time.sleep(5); os._exit(0)\n"
+            "for _ in range(4): os.wait()\nprint('done')\n")
+
+    def run():
+        sb = Sandbox(tmp_path, runner=runner, limits=Limits(total_memory_mb=256, memory_mb=1024, wall_s=60))
+        r = sb.run([sb.python, "-c", code])
+        return f"cgroup {MemoryCgroup.create(2**28)} exceeded {r.memory_exceeded} {'done' in r.stdout} {r.stderr}"
+
+    out = _without_cgroups(run)
+    assert out.startswith("cgroup None exceeded True False") and "it was ended" in out, out
+
+
+def _shm_segments_of(uid: int) -> list[int]:
+    with open("/proc/sysvipc/shm") as f:
+        header = f.readline().split()
+        return [int(r["shmid"]) for r in (dict(zip(header, line.split())) for line in f) if int(r["uid"]) == uid]
+
+
+def test_system_v_shared_memory_dies_with_the_command(tmp_path, runner):
+    """Red team F6: without an IPC namespace a segment made by agent code (ctypes, shmget) outlived the sandbox as host
+    memory nothing frees, and linked concurrent sandboxes. In its own IPC namespace it goes with the command."""
+    sb = Sandbox(tmp_path, runner=runner)
+    code = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "shmid = libc.shmget(0, ctypes.c_size_t(1 << 20), 0o1000 | 0o600)\n"  # IPC_PRIVATE, IPC_CREAT
+            "print('made', shmid)\n")
+    result = sb.run([sb.python, "-c", code])
+    assert "made" in result.stdout and int(result.stdout.split()[-1]) >= 0, result.output
+    left = _shm_segments_of(sb.uid)
+    for shmid in left:
+        subprocess.run(["ipcrm", "-m", str(shmid)], check=False)
+    assert left == []

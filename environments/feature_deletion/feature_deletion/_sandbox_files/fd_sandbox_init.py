@@ -1,9 +1,14 @@
 """Sandbox init: runs as pid 1 of fresh mount+pid+net namespaces (started by `unshare`).
 
-Standard library only; started with `python -I -S`. It builds a new root on a tmpfs from
-read-only bind mounts, mounts the workdir read-write at /workspace, chroots, drops to an
-unprivileged uid with rlimits, runs the command and reaps every process until the command
-exits. When this process exits the kernel kills everything left in the pid namespace.
+Standard library only (and feature_deletion.fstree, which is); started with `python -I -S`. It first
+joins the command's memory cgroup, so that everything it and the command do is charged to it. It builds
+a new root on a tmpfs from read-only bind mounts; each writable directory (the workdir at /workspace, the
+grader's output dir) is staged: copied onto one tmpfs of the disk quota's size, mounted there, and
+copied back once the command is over (it exited, or SIGTERM: the host's wall clock or memory watchdog)
+and every process it left is dead, so that nothing can write past the quota and nothing changes a tree
+while it is copied. Then it chroots, drops to an unprivileged uid with rlimits, runs the command and
+reaps every process until the command exits. When this process exits the kernel kills everything left
+in the pid namespace.
 """
 
 import ctypes
@@ -12,6 +17,9 @@ import os
 import resource
 import signal
 import sys
+
+sys.path.insert(0, json.loads(sys.argv[1])["lib"])
+from fstree import mirror  # noqa: E402  (the package dir is only known from the spec)
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -48,8 +56,81 @@ def bind(root, src, dst, writable):
     mount(None, target, None, flags if writable else flags | MS_RDONLY)
 
 
+class Stop(Exception):
+    """SIGTERM: the host ends the command (wall clock, memory); the staged trees are still copied back."""
+
+
+def _stop(signum, frame):
+    raise Stop()
+
+
+def stage(spec, root):
+    """Mount the staging tmpfs, copy each writable bind onto it and bind the copy instead of the host dir.
+    Returns [(open staged dir, open host dir)] to copy back."""
+    pairs = []
+    writable = [(src, dst) for src, dst, w in spec["binds"] if w and os.path.isdir(src)]
+    if not writable:
+        return pairs
+    point = spec["stage"]["point"]
+    mount("tmpfs", point, "tmpfs", MS_NOSUID | MS_NODEV,
+          f"size={spec['stage']['mb']}m,nr_inodes={spec['stage']['inodes']},mode=755")
+    for i, (src, dst) in enumerate(writable):
+        staged = f"{point}/{i}"
+        os.mkdir(staged, 0o755)
+        try:
+            mirror(src, staged, owner=spec["uid"])
+        except OSError as exc:
+            if exc.errno in (28, 122):  # ENOSPC, EDQUOT
+                raise OSError(exc.errno, f"{src} holds more than the disk quota ({spec['stage']['mb']} MiB, "
+                                         f"{spec['stage']['inodes']} entries)") from None
+            raise
+        pairs.append((os.open(staged, os.O_RDONLY | os.O_DIRECTORY), os.open(src, os.O_RDONLY | os.O_DIRECTORY)))
+        make_point(root + dst, True)
+        mount(staged, root + dst, None, MS_BIND)
+        mount(None, root + dst, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
+    return pairs
+
+
+def unstage(spec, pairs):
+    """Copy the staged trees back to the host, once nothing else runs in the namespace."""
+    for staged, host in pairs:
+        mirror(staged, host, owner=spec["uid"])
+    if pairs:
+        st = os.fstatvfs(pairs[0][0])
+        if st.f_bavail * st.f_frsize < 1 << 20 or st.f_favail < 16:
+            os.write(2, f"\nsandbox: the command filled its disk quota ({spec['stage']['mb']} MiB, "
+                        f"{spec['stage']['inodes']} entries): writes past it failed\n".encode())
+
+
+def kill_all():
+    """SIGKILL every other process of the pid namespace and reap them all."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
 def main():
     spec = json.loads(sys.argv[1])
+    signal.signal(signal.SIGTERM, _stop)
+    if spec["cgroup"]:
+        with open(spec["cgroup"], "w") as f:
+            f.write("0")
+        # The kernel's OOM kill (of the whole cgroup, on v2) spares this process, so the staged trees are still
+        # copied back; the command resets its own score. Without CAP_SYS_RESOURCE an OOM kill may take this
+        # process too: the command's writes are then lost, never half copied (nothing is copied before it ends).
+        try:
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("-1000")
+        except PermissionError:
+            pass
+    # Copying a staged tree holds two directories open per level of it.
+    resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
     root = spec["root"]
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=755")
@@ -58,8 +139,9 @@ def main():
     os.makedirs(root + "/tmp", exist_ok=True)
     mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['tmp_mb']}m,mode=1777")
     for src, dst, writable in spec["binds"]:
-        if os.path.lexists(src):
+        if os.path.lexists(src) and not (writable and os.path.isdir(src)):
             bind(root, src, dst, writable)
+    pairs = stage(spec, root)
     for path in spec["masks"]:
         if os.path.isdir(root + path):
             mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
@@ -78,6 +160,9 @@ def main():
     pid = os.fork()
     if pid == 0:
         try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("0")  # not the init's -1000
             os.setsid()
             os.setgroups([])
             os.setgid(uid)
@@ -92,14 +177,24 @@ def main():
             os.write(2, f"sandbox: cannot start {spec['argv'][0]}: {exc}\n".encode())
             os._exit(127)
     status = 0
-    while True:
-        try:
-            done, st = os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-        if done == pid:
-            status = st
-            break
+    try:
+        while True:
+            try:
+                done, st = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            if done == pid:
+                status = st
+                break
+    except Stop:
+        status = signal.SIGKILL  # as a killed process's wait status
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    kill_all()
+    try:
+        unstage(spec, pairs)
+    except OSError as exc:
+        os.write(2, f"\nsandbox: the command's writes could not all be copied back: {exc}\n".encode())
+        sys.exit(125)
     if os.WIFSIGNALED(status):
         sys.exit(128 + os.WTERMSIG(status))
     sys.exit(os.WEXITSTATUS(status))
@@ -108,6 +203,8 @@ def main():
 if __name__ == "__main__":
     try:
         main()
+    except Stop:
+        sys.exit(128 + signal.SIGTERM)
     except OSError as exc:
         os.write(2, f"sandbox setup failed: {exc}\n".encode())
         sys.exit(125)

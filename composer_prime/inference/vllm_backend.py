@@ -132,6 +132,7 @@ class VLLMBackend(Backend):
         try:
             from vllm.engine.arg_utils import AsyncEngineArgs
             from vllm.platforms import current_platform
+            from vllm.usage.usage_lib import UsageContext
             from vllm.v1.engine.async_llm import AsyncLLM
         except ImportError:
             raise UserError("vllm backend needs vLLM: `uv sync --extra vllm` on a CUDA machine "
@@ -161,7 +162,10 @@ class VLLMBackend(Backend):
             worker_extension_cls=f"{__name__}.{WeightReloadWorker.__name__}", disable_log_stats=True,
         )
         try:
-            self._engine = AsyncLLM.from_engine_args(args)
+            # the batch limits (max_num_seqs, max_num_batched_tokens) vLLM gives its offline LLM class, sized for
+            # throughput on each platform (1024 sequences on an H100, 256 on a CPU): an AsyncLLM's own default
+            # context caps every platform at 128 sequences, fewer than one RL step sends at once
+            self._engine = AsyncLLM.from_engine_args(args, usage_context=UsageContext.LLM_CLASS)
         except Exception as exc:  # noqa: BLE001 - vLLM's config checks raise many types; their first line says it
             errors = exc.errors() if callable(getattr(exc, "errors", None)) else None  # pydantic: vLLM's own text
             lines = (str(errors[0].get("msg", "")) if errors else str(exc)).strip().splitlines() or [type(exc).__name__]

@@ -125,6 +125,15 @@ def _check_temperature(temperature: float) -> None:
                          f"{MIN_TEMPERATURE} while the trainer divides by {temperature} (use 0 for greedy)")
 
 
+def _sampled_logprobs(flat, token_ids) -> list[float]:
+    """The sampled tokens' log-probs out of `FlatLogprobs` for `logprobs=0`: one entry per position, the sampled
+    token's (checked, so a change in vLLM's layout fails loudly instead of training on other tokens' log-probs)."""
+    starts = flat.start_indices
+    if len(starts) != len(token_ids) or any(flat.token_ids[i] != t for i, t in zip(starts, token_ids)):
+        raise RuntimeError("vLLM's log-probs do not start with each sampled token")
+    return [flat.logprobs[i] for i in starts]
+
+
 class VLLMBackend(Backend):
     name = "vllm"
 
@@ -209,6 +218,7 @@ class VLLMBackend(Backend):
             stop_token_ids=request.stop_token_ids,
             seed=request.seed,
             logprobs=0,  # the sampled token's own log-prob only
+            flat_logprobs=True,  # in a few flat lists, not a dict and an object per token (Python time, GC)
             detokenize=False,
             output_kind=RequestOutputKind.FINAL_ONLY,
         )
@@ -219,7 +229,7 @@ class VLLMBackend(Backend):
         completions = [
             Completion(
                 token_ids=list(out.token_ids),
-                logprobs=[step[token].logprob for step, token in zip(out.logprobs, out.token_ids)],
+                logprobs=_sampled_logprobs(out.logprobs, out.token_ids),
                 finish_reason=out.finish_reason,
             )
             for out in sorted(final.outputs, key=lambda out: out.index)

@@ -125,6 +125,15 @@ def _check_temperature(temperature: float) -> None:
                          f"{MIN_TEMPERATURE} while the trainer divides by {temperature} (use 0 for greedy)")
 
 
+def _sampled_logprobs(flat, token_ids) -> list[float]:
+    """The sampled tokens' log-probs out of `FlatLogprobs` for `logprobs=0`: one entry per position, the sampled
+    token's (checked, so a change in vLLM's layout fails loudly instead of training on other tokens' log-probs)."""
+    starts = flat.start_indices
+    if len(starts) != len(token_ids) or any(flat.token_ids[i] != t for i, t in zip(starts, token_ids)):
+        raise RuntimeError("vLLM's log-probs do not start with each sampled token")
+    return [flat.logprobs[i] for i in starts]
+
+
 class VLLMBackend(Backend):
     name = "vllm"
 
@@ -132,6 +141,7 @@ class VLLMBackend(Backend):
         try:
             from vllm.engine.arg_utils import AsyncEngineArgs
             from vllm.platforms import current_platform
+            from vllm.usage.usage_lib import UsageContext
             from vllm.v1.engine.async_llm import AsyncLLM
         except ImportError:
             raise UserError("vllm backend needs vLLM: `uv sync --extra vllm` on a CUDA machine "
@@ -161,7 +171,10 @@ class VLLMBackend(Backend):
             worker_extension_cls=f"{__name__}.{WeightReloadWorker.__name__}", disable_log_stats=True,
         )
         try:
-            self._engine = AsyncLLM.from_engine_args(args)
+            # the batch limits (max_num_seqs, max_num_batched_tokens) vLLM gives its offline LLM class, sized for
+            # throughput on each platform (1024 sequences on an H100, 256 on a CPU): an AsyncLLM's own default
+            # context caps every platform at 128 sequences, fewer than one RL step sends at once
+            self._engine = AsyncLLM.from_engine_args(args, usage_context=UsageContext.LLM_CLASS)
         except Exception as exc:  # noqa: BLE001 - vLLM's config checks raise many types; their first line says it
             errors = exc.errors() if callable(getattr(exc, "errors", None)) else None  # pydantic: vLLM's own text
             lines = (str(errors[0].get("msg", "")) if errors else str(exc)).strip().splitlines() or [type(exc).__name__]
@@ -205,6 +218,7 @@ class VLLMBackend(Backend):
             stop_token_ids=request.stop_token_ids,
             seed=request.seed,
             logprobs=0,  # the sampled token's own log-prob only
+            flat_logprobs=True,  # in a few flat lists, not a dict and an object per token (Python time, GC)
             detokenize=False,
             output_kind=RequestOutputKind.FINAL_ONLY,
         )
@@ -215,7 +229,7 @@ class VLLMBackend(Backend):
         completions = [
             Completion(
                 token_ids=list(out.token_ids),
-                logprobs=[step[token].logprob for step, token in zip(out.logprobs, out.token_ids)],
+                logprobs=_sampled_logprobs(out.logprobs, out.token_ids),
                 finish_reason=out.finish_reason,
             )
             for out in sorted(final.outputs, key=lambda out: out.index)

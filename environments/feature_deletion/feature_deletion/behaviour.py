@@ -415,15 +415,20 @@ def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
         if mutants:
             def hunt() -> list[Candidate]:
                 # More held-out programs, for mutants no candidate tells from gold: arguments changed to (or
-                # around) the constants of the gold code, one constant at a time.
+                # around) the constants of the gold code, one constant at a time; and a second argument changed in
+                # a held-out program (its parent and first changed step stay those of the recorded program).
                 tried = {json.dumps(v["steps"], sort_keys=True) for v, _, _ in made}
                 more = []
-                for tag, values in mutation.literals(row, _pool(recorded).get("str", [])):
-                    for m in variants(recorded, f"{row.id}/hunt/{tag}/{values[0]!r}", {tag: values}, HUNT_VARIANTS):
-                        key = json.dumps(m[0]["steps"], sort_keys=True)
-                        if key not in tried:
-                            tried.add(key)
-                            more.append(m)
+                hunted = [m for tag, values in mutation.literals(row, _pool(recorded).get("str", []))
+                          for m in variants(recorded, f"{row.id}/hunt/{tag}/{values[0]!r}", {tag: values},
+                                            HUNT_VARIANTS)]
+                hunted += [(v, made[i][1], min(si, made[i][2]))
+                           for v, i, si in variants([v for v, _, _ in made], f"{row.id}/hunt2", limit=MAX_VARIANTS)]
+                for m in hunted:
+                    key = json.dumps(m[0]["steps"], sort_keys=True)
+                    if key not in tried:
+                        tried.add(key)
+                        more.append(m)
                 found = _candidates(row, runner, limits, gold_root, broken_root, lines, recorded, more)
                 return [] if isinstance(found, str) else [c for c in found if c.kind == "heldout"]
 

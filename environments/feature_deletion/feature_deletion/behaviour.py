@@ -446,7 +446,8 @@ def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
               f"{checks.heldout} held-out")
     if adequacy is not None:
         killed = adequacy.killed_by(picks)
-        status += f"; {adequacy.summary(killed)}"
+        before = adequacy.killed_by(_choose(candidates[: adequacy.first], None))
+        status += f"; {adequacy.summary(killed)}; {len(before)} killed by the programs chosen without mutants"
         if adequacy.mutants and len(killed) < mutation.MIN_SCORE * len(adequacy.mutants):
             return None, "mutants_survive"
     return checks, status

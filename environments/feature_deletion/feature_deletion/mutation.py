@@ -268,6 +268,7 @@ class Adequacy:
     candidates: list  # behaviour.Candidate: the build's, then the hunt's
     kills: list[dict[int, int]]  # per candidate: {mutant: first step it answers unlike gold}
     order: list[int]  # `cover`'s picks
+    first: int  # candidates made before the hunt
 
     def killed_by(self, picks: list[tuple[int, int]]) -> set[int]:
         """Mutants the kept programs ((candidate, step it is cut after), as `behaviour._choose` keeps them) kill."""
@@ -311,9 +312,10 @@ def adequacy(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path,
 
     replay(candidates, list(range(len(made))))
     survivors = sorted(set(range(len(made))) - set().union(*kills))
+    first = len(candidates)
     if survivors:
         more = hunt()
         replay(more, survivors)
         candidates = candidates + more
     order = cover([(len(str(c.steps)), k) for c, k in zip(candidates, kills)], [c.kind for c in candidates])
-    return Adequacy(made, candidates, kills, order)
+    return Adequacy(made, candidates, kills, order, first)

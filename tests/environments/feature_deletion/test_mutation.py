@@ -46,8 +46,17 @@ SNAKE = {
         def test_snake():
             assert snake("CamelCase") == "camel_case"
             assert snake("DeviceType") == "device_type"
+
+
+        def test_snake_keeps_snake_and_digits():
             assert snake("already_snake") == "already_snake"
             assert snake("Address2Line") == "address2_line"
+
+
+        def test_the_package_imports():
+            import fdsnake
+
+            assert fdsnake.snake is snake
     ''',
     "pyproject.toml": '''
         [project]

@@ -1,12 +1,16 @@
 """Feature Deletion: checks chosen to kill gold's mutants against the checks chosen without them, same run.
 
     uv run python benchmarks/mutation.py [--tasks PATH] [--n 8] [--repeats 2] [--output results.jsonl]
+    uv run python benchmarks/mutation.py --scores [--skip 8] [--n 62] [--output scores.jsonl]
 
 For a fixed sample of tasks (the red team's two witnesses, then one task of every other package, seeded), builds
 the checks both ways (`behaviour.build_checks(..., mutants=False)`, then `mutants=True`), and prints per task: the
 mutants made, how many each set of checks kills (every mutant graded by the verdict replay, `check_behaviour`,
 what `grade` runs), the build time of each and the time to grade the gold patch with each (`grade`, every layer,
 alternating, median of `--repeats`); then the totals and ratios.
+
+With `--scores`: only the new build, on the sample from its `--skip`-th task on, and its mutation score per task
+(killed / made, as the build report says), then how many tasks each `mutation.MIN_SCORE` would drop.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import time
 from pathlib import Path
@@ -62,9 +67,13 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--output")
+    parser.add_argument("--scores", action="store_true")
+    parser.add_argument("--skip", type=int, default=0)
     args = parser.parse_args()
     path = Path(args.tasks)
     rows, _ = load_rows(path)
+    if args.scores:
+        return scores(sample(rows, args.n)[args.skip:], path.parent, args.output)
     results = []
     for row in sample(rows, args.n):
         runner = runner_for(row)
@@ -105,6 +114,25 @@ def main() -> None:
         old = sum(r[key].get("old", 0) for r in ok)
         new = sum(r[key].get("new", 0) for r in ok)
         print(f"{key}: {old:.1f} -> {new:.1f} s in all (x{new / max(old, 1e-9):.2f})")
+
+
+def scores(rows, tasks_dir: Path, output: str | None) -> None:
+    results = []
+    for row in rows:
+        t0 = time.perf_counter()
+        checks, status = build_checks(row, tasks_dir, runner_for(row), Limits(), mutants=True)
+        m = re.search(r"mutants (\d+)/(\d+) killed, (\d+) told but not kept, (\d+) told by no program", status)
+        r = {"task": row.id, "status": status, "build_s": round(time.perf_counter() - t0, 1)}
+        if m:
+            killed, made, _, untold = map(int, m.groups())
+            r |= {"killed": killed, "made": made, "untold": untold, "score": killed / max(made, 1)}
+        results.append(r)
+        print(json.dumps(r), flush=True)
+        if output:
+            Path(output).write_text("".join(json.dumps(x) + "\n" for x in results))
+    scored = [r["score"] for r in results if "score" in r]
+    for threshold in (0.5, 0.6, 0.7, 0.75, 0.8, 0.9):
+        print(f"MIN_SCORE {threshold}: {sum(s < threshold for s in scored)} of {len(scored)} tasks leave")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ swapped for a standard function), inputs no test uses. Every program is then rep
 sandbox holding only the package's source files: twice on the gold code (the answers, kept where both runs
 agree) and once on the untouched task (a step is *discriminating* where the two differ). A held-out step
 counts only where its answer differs from the visible program's answer at the same step, so that
-answering "as the nearest visible test" fails it. The programs and answers go into the task row
+answering "as the nearest visible test" fails it. The programs kept are chosen to kill gold's mutants
+(feature_deletion.mutation: every candidate replayed on each, a hunt for survivors, greedy set cover), so that a
+rebuild wrong in one small way is not paid. The programs and answers go into the task row
 (`checks`), which never enters a sandbox; a task without enough held-out checks leaves the task set,
 with its reason in the build stats.
 

@@ -75,7 +75,7 @@ def main() -> None:
     if args.scores:
         return scores(sample(rows, args.n)[args.skip:], path.parent, args.output)
     results = []
-    for row in sample(rows, args.n):
+    for row in sample(rows, args.n)[args.skip:]:
         runner = runner_for(row)
         built = {}
         for name, on in (("old", False), ("new", True)):

@@ -10,7 +10,9 @@ swapped for a standard function), inputs no test uses. Every program is then rep
 sandbox holding only the package's source files: twice on the gold code (the answers, kept where both runs
 agree) and once on the untouched task (a step is *discriminating* where the two differ). A held-out step
 counts only where its answer differs from the visible program's answer at the same step, so that
-answering "as the nearest visible test" fails it. The programs and answers go into the task row
+answering "as the nearest visible test" fails it. The programs kept are chosen to kill gold's mutants
+(feature_deletion.mutation: every candidate replayed on each, a hunt for survivors, greedy set cover), so that a
+rebuild wrong in one small way is not paid. The programs and answers go into the task row
 (`checks`), which never enters a sandbox; a task without enough held-out checks leaves the task set,
 with its reason in the build stats.
 
@@ -43,6 +45,7 @@ RESULTS = "results.jsonl"  # what the driver writes in the sandbox's output dir,
 GUARD_EXIT = 86  # _sandbox_files/fd_guard.py's EXIT
 MIN_HELDOUT = 3  # held-out steps a task needs, with at least two different answers among them
 MAX_VARIANTS = 100  # held-out programs tried per task
+HUNT_VARIANTS = 12  # more tried per constant of the gold code, where some mutant survives the others
 VARIANT_TAIL = 12  # steps a held-out program keeps after the one whose argument changed
 MAX_KEPT = {"visible": 40, "heldout": 60}  # programs kept per task
 MAX_KEPT_STEPS = 800  # steps kept per task, all programs together
@@ -267,11 +270,15 @@ def _pool(programs: list[dict]) -> dict[str, list]:
     return pool
 
 
-def variants(programs: list[dict], seed: str) -> list[tuple[dict, int, int]]:
+def variants(programs: list[dict], seed: str, literals: dict[str, list] | None = None,
+             limit: int = MAX_VARIANTS) -> list[tuple[dict, int, int]]:
     """Held-out programs: (program, index of the program it came from, step whose argument changed). Programs take
-    turns; each variant keeps the steps up to its change and `VARIANT_TAIL` after it."""
+    turns; each variant keeps the steps up to its change and `VARIANT_TAIL` after it. `literals` ({tag: values})
+    come first among the values a changed argument may take."""
     rng = random.Random(hashlib.sha256(seed.encode()).digest())
     pool = _pool(programs)
+    for tag, values in (literals or {}).items():
+        pool[tag] = values + [v for v in pool.get(tag, []) if v not in values]
     sites = [[(si, key) for si, step in enumerate(p["steps"])
               for key in [("args", i) for i in range(len(step.get("args", [])))] +
               [("kwargs", i) for i in range(len(step.get("kwargs", [])))]] for p in programs]
@@ -279,8 +286,8 @@ def variants(programs: list[dict], seed: str) -> list[tuple[dict, int, int]]:
     rng.shuffle(order)
     seen: set[str] = set()
     made: list[tuple[dict, int, int]] = []
-    for attempt in range(MAX_VARIANTS * 4):
-        if len(made) >= MAX_VARIANTS or not order:
+    for attempt in range(limit * 4):
+        if len(made) >= limit or not order:
             break
         pi = order[attempt % len(order)]
         si, (where, ai) = rng.choice(sites[pi])
@@ -332,26 +339,37 @@ def gold_lines(row: TaskRow) -> dict[str, list[list[int]]]:
     return agent_lines(row, {k: v.encode() for k, v in row.gold_files.items()})
 
 
-def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits) -> tuple[Checks | None, str]:
-    """The task's checks, or None and why the task cannot be graded soundly."""
-    recorded = record_programs(row, tasks_dir, runner, limits)
-    if not recorded:
-        return None, "no_programs"
-    made = variants(recorded, row.id)
+@dataclass
+class Candidate:
+    """A program the checks may keep: its steps up to the last both gold runs agree on, with gold's answers."""
+
+    kind: str  # "visible" (recorded) or "heldout" (a variant)
+    steps: list[dict]
+    expect: list[list]
+    discriminating: list[bool]
+    heldout: list[bool]
+    last: int  # the last step that makes it a check (held-out for a variant, discriminating otherwise); -1: none
+
+    def check(self, cut: int) -> CheckProgram:
+        return CheckProgram(steps=self.steps[: cut + 1], expect=self.expect[: cut + 1],
+                            discriminating=self.discriminating[: cut + 1], heldout=self.heldout[: cut + 1])
+
+
+def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, broken_root: Path,
+                lines: dict[str, list[list[int]]], recorded: list[dict],
+                made: list[tuple[dict, int, int]]) -> list[Candidate] | str:
+    """The programs (recorded, then `made`) replayed twice on gold and once on the untouched code, as candidates;
+    or why none can be."""
     programs = recorded + [v for v, _, _ in made]
-    with temporary_directory("fd-checks.") as tmp:
-        gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
-        broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
-        lines = gold_lines(row)
-        first = run_programs(gold_root, row, runner, limits, programs, lines)
-        if first.returncode == GUARD_EXIT:
-            return None, "gold_trips_guard"
-        # Another process, another seed: a step whose answer depends on either is no check.
-        second = run_programs(gold_root, row, runner, limits, programs, lines, seed=1)
-        broken = run_programs(broken_root, row, runner, limits, programs, {})
+    first = run_programs(gold_root, row, runner, limits, programs, lines)
+    if first.returncode == GUARD_EXIT:
+        return "gold_trips_guard"
+    # Another process, another seed: a step whose answer depends on either is no check.
+    second = run_programs(gold_root, row, runner, limits, programs, lines, seed=1)
+    broken = run_programs(broken_root, row, runner, limits, programs, {})
     if all(o is None for o in first.observations):
-        return None, "gold_replay_failed"
-    kept: dict[str, list[CheckProgram]] = {"visible": [], "heldout": []}
+        return "gold_replay_failed"
+    out: list[Candidate] = []
     expect_of: dict[int, list] = {}
     # A changed step that happens to ask what some recorded step asks is no held-out check: the answer is visible.
     asked = {_question(step) for p in recorded for step in p["steps"]} - {None}
@@ -373,26 +391,93 @@ def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
                        and _question(program["steps"][j]) not in asked for j in range(n)]
             kind = "heldout"
         last = max((j for j in range(n) if (heldout[j] if kind == "heldout" else disc[j])), default=-1)
-        if last < 0:
-            continue
-        kept[kind].append(CheckProgram(steps=program["steps"][: last + 1], expect=expect[: last + 1],
-                                       discriminating=disc[: last + 1], heldout=heldout[: last + 1]))
-    chosen: list[CheckProgram] = []
-    steps, size = MAX_KEPT_STEPS, MAX_KEPT_BYTES
-    for kind in ("heldout", "visible"):
-        for p in sorted(kept[kind], key=lambda p: len(p.model_dump_json()))[: MAX_KEPT[kind]]:
-            n = len(p.model_dump_json())
-            if len(p.steps) <= steps and n <= size:
-                chosen.append(p)
-                steps, size = steps - len(p.steps), size - n
+        out.append(Candidate(kind, program["steps"][:n], expect, disc, heldout, last))
+    return out
+
+
+def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits,
+                 mutants: bool = True) -> tuple[Checks | None, str]:
+    """The task's checks, or None and why the task cannot be graded soundly. With `mutants`, the kept programs are
+    chosen to tell gold's mutants from gold (feature_deletion.mutation), and a task whose checks pay too many of
+    them leaves the set (`mutants_survive`)."""
+    from feature_deletion import mutation
+
+    recorded = record_programs(row, tasks_dir, runner, limits)
+    if not recorded:
+        return None, "no_programs"
+    made = variants(recorded, row.id)
+    with temporary_directory("fd-checks.") as tmp:
+        gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
+        broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
+        lines = gold_lines(row)
+        candidates = _candidates(row, runner, limits, gold_root, broken_root, lines, recorded, made)
+        if isinstance(candidates, str):
+            return None, candidates
+        adequacy = None
+        if mutants:
+            def hunt() -> list[Candidate]:
+                # More held-out programs, for mutants no candidate tells from gold: arguments changed to (or
+                # around) the constants of the gold code, one constant at a time; and a second argument changed in
+                # a held-out program (its parent and first changed step stay those of the recorded program).
+                tried = {json.dumps(v["steps"], sort_keys=True) for v, _, _ in made}
+                more = []
+                hunted = [m for tag, values in mutation.literals(row, _pool(recorded).get("str", []))
+                          for m in variants(recorded, f"{row.id}/hunt/{tag}/{values[0]!r}", {tag: values},
+                                            HUNT_VARIANTS)]
+                hunted += [(v, made[i][1], min(si, made[i][2]))
+                           for v, i, si in variants([v for v, _, _ in made], f"{row.id}/hunt2", limit=MAX_VARIANTS)]
+                for m in hunted:
+                    key = json.dumps(m[0]["steps"], sort_keys=True)
+                    if key not in tried:
+                        tried.add(key)
+                        more.append(m)
+                found = _candidates(row, runner, limits, gold_root, broken_root, lines, recorded, more)
+                return [] if isinstance(found, str) else [c for c in found if c.kind == "heldout"]
+
+            adequacy = mutation.adequacy(row, runner, limits, gold_root, Path(tmp), candidates, hunt)
+            candidates = adequacy.candidates
+    picks = _choose(candidates, adequacy)
+    chosen = [candidates[i].check(cut) for i, cut in picks]
     if not any(d for p in chosen for d in p.discriminating):
         return None, "no_discriminating_checks"
     checks = Checks(programs=chosen)
     why = unsound(checks)
     if why:
         return None, why
-    return checks, (f"{len(chosen)} programs, {checks.steps} steps: {checks.discriminating} discriminating, "
-                    f"{checks.heldout} held-out")
+    status = (f"{len(chosen)} programs, {checks.steps} steps: {checks.discriminating} discriminating, "
+              f"{checks.heldout} held-out")
+    if adequacy is not None:
+        killed = adequacy.killed_by(picks)
+        before = adequacy.killed_by(_choose(candidates[: adequacy.first], None))
+        status += f"; {adequacy.summary(killed)}; {len(before)} killed by the programs chosen without mutants"
+        if adequacy.mutants and len(killed) < mutation.MIN_SCORE * len(adequacy.mutants):
+            return None, "mutants_survive"
+    return checks, status
+
+
+def _choose(candidates: list[Candidate], adequacy) -> list[tuple[int, int]]:
+    """(candidate, step it is cut after) of the programs kept, within the MAX_KEPT budgets: first those that kill the
+    most mutants (greedy set cover, held-out first, each cut after the steps where it kills them), then the
+    shortest held-out and visible ones."""
+    picked = adequacy.order if adequacy is not None else []
+    cut = {i: max(candidates[i].last, *adequacy.kills[i].values()) for i in picked}
+    rest = [i for kind in ("heldout", "visible")
+            for i in sorted((i for i, c in enumerate(candidates) if c.kind == kind and c.last >= 0 and i not in cut),
+                            key=lambda i: len(candidates[i].check(candidates[i].last).model_dump_json()))]
+    chosen: list[tuple[int, int]] = []
+    steps, size, kept, tried = MAX_KEPT_STEPS, MAX_KEPT_BYTES, Counter(), Counter()
+    for i in picked + rest:
+        c = candidates[i]
+        if i not in cut:  # the shortest MAX_KEPT of a kind are tried, as before mutants chose any
+            tried[c.kind] += 1
+            if tried[c.kind] > MAX_KEPT[c.kind]:
+                continue
+        p = c.check(cut.get(i, c.last))
+        n = len(p.model_dump_json())
+        if kept[c.kind] < MAX_KEPT[c.kind] and len(p.steps) <= steps and n <= size:
+            chosen.append((i, cut.get(i, c.last)))
+            steps, size, kept[c.kind] = steps - len(p.steps), size - n, kept[c.kind] + 1
+    return chosen
 
 
 def _callee(step: dict) -> str:

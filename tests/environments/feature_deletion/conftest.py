@@ -188,3 +188,9 @@ def heldout_tasks(tmp_path_factory, tiny_repo):
 def make_repo():
     """write_tiny_repo(dest, files) with the TINY files as defaults: (function, TINY)."""
     return write_tiny_repo, TINY
+
+
+@pytest.fixture(scope="session")
+def task_builder():
+    """(write_tiny_repo, build_tasks): tasks built by the real builder from a repo of any files."""
+    return write_tiny_repo, build_tasks

@@ -28,8 +28,10 @@ from __future__ import annotations
 import copy
 import datetime
 import hashlib
+import itertools
 import json
 import random
+import re
 import shutil
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -47,6 +49,7 @@ VARIANT_TAIL = 12  # steps a held-out program keeps after the one whose argument
 MAX_KEPT = {"visible": 40, "heldout": 60}  # programs kept per task
 MAX_KEPT_STEPS = 800  # steps kept per task, all programs together
 MAX_KEPT_BYTES = 120_000  # JSON of the kept programs (steps and answers), all together
+INT_TEXT = re.compile(r"-?[0-9]{1,15}")
 # Standard functions a callback is swapped for in held-out programs, by the number of arguments it took.
 SUBSTITUTES = {
     1: [["builtins", "abs"], ["builtins", "str"], ["builtins", "repr"], ["builtins", "bool"], ["builtins", "len"],
@@ -171,6 +174,10 @@ def mutate(enc, rng: random.Random, pool: dict[str, list], depth: int = 0):
             return None
         return ["float", repr(rng.choice([x * 1.5 + 0.25, -x - 1.0, x / 3, x + 10.0]))]
     if tag == "str":
+        if INT_TEXT.fullmatch(v):  # a number written as text (inflection's `ordinal("21")`): changed as that number
+            n = int(v)
+            options = [n + 1, n - 1, n + 2, n + 7, n + 10, n - 10, n + 100, 2 * n + 1]
+            return ["str", str(rng.choice(options))]
         options = _text_mutations(v, rng, pool.get("str", []))
         return ["str", rng.choice(options)] if options else None
     if tag in ("bytes", "bytearray"):
@@ -377,14 +384,10 @@ def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
             continue
         kept[kind].append(CheckProgram(steps=program["steps"][: last + 1], expect=expect[: last + 1],
                                        discriminating=disc[: last + 1], heldout=heldout[: last + 1]))
-    chosen: list[CheckProgram] = []
-    steps, size = MAX_KEPT_STEPS, MAX_KEPT_BYTES
-    for kind in ("heldout", "visible"):
-        for p in sorted(kept[kind], key=lambda p: len(p.model_dump_json()))[: MAX_KEPT[kind]]:
-            n = len(p.model_dump_json())
-            if len(p.steps) <= steps and n <= size:
-                chosen.append(p)
-                steps, size = steps - len(p.steps), size - n
+    chosen = _held_out_selection(kept["heldout"])
+    budget = [MAX_KEPT_STEPS - sum(len(p.steps) for p in chosen),
+              MAX_KEPT_BYTES - sum(len(p.model_dump_json()) for p in chosen)]
+    chosen += _fit(sorted(kept["visible"], key=lambda p: len(p.model_dump_json())), MAX_KEPT["visible"], budget)
     if not any(d for p in chosen for d in p.discriminating):
         return None, "no_discriminating_checks"
     checks = Checks(programs=chosen)
@@ -393,6 +396,50 @@ def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
         return None, why
     return checks, (f"{len(chosen)} programs, {checks.steps} steps: {checks.discriminating} discriminating, "
                     f"{checks.heldout} held-out")
+
+
+def _fit(programs: list[CheckProgram], limit: int, budget: list[int]) -> list[CheckProgram]:
+    """Of the first `limit` programs, those that fit what is left of `budget` ([steps, bytes]), which they use up."""
+    taken = []
+    for p in programs[:limit]:
+        n = len(p.model_dump_json())
+        if len(p.steps) <= budget[0] and n <= budget[1]:
+            taken.append(p)
+            budget[0], budget[1] = budget[0] - len(p.steps), budget[1] - n
+    return taken
+
+
+def _held_out_answers(program: CheckProgram) -> Counter:
+    return Counter(json.dumps(e) for e, h in zip(program.expect, program.heldout) if h)
+
+
+def _one_answer(programs: list[CheckProgram]) -> str | None:
+    """The answer that covers more than half of the held-out steps of `programs`, if one does."""
+    counts = sum((_held_out_answers(p) for p in programs), Counter())
+    answer, n = counts.most_common(1)[0] if counts else (None, 0)
+    return answer if 2 * n > counts.total() else None
+
+
+def _held_out_selection(programs: list[CheckProgram]) -> list[CheckProgram]:
+    """The held-out programs a task keeps: the smallest first. Where those leave one answer covering more than half
+    of the held-out steps (numbers mostly take "th" in inflection's `ordinal`, iterators mostly end), they are taken
+    in turns by their most common held-out answer instead, and the programs that answer mostly that one answer
+    are then left out, last taken first, until none does: every check kept is still a check, and a forger that
+    answers the common answer wherever the visible tests say nothing fails the held-out checks it leaves."""
+    by_size = sorted(programs, key=lambda p: len(p.model_dump_json()))
+    plain = _fit(by_size, MAX_KEPT["heldout"], [MAX_KEPT_STEPS, MAX_KEPT_BYTES])
+    if _one_answer(plain) is None:
+        return plain
+    groups: dict[str, list[CheckProgram]] = {}
+    for p in by_size:
+        groups.setdefault(_held_out_answers(p).most_common(1)[0][0], []).append(p)
+    turns = [p for taken in itertools.zip_longest(*groups.values()) for p in taken if p is not None]
+    chosen = _fit(turns, MAX_KEPT["heldout"], [MAX_KEPT_STEPS, MAX_KEPT_BYTES])
+    while (mode := _one_answer(chosen)) is not None:
+        # The program answering the most `mode` beyond its other held-out answers; the last taken among equals.
+        excess = [(c[mode] - (c.total() - c[mode]), i) for i, p in enumerate(chosen) for c in [_held_out_answers(p)]]
+        del chosen[max(excess)[1]]
+    return chosen
 
 
 def _callee(step: dict) -> str:

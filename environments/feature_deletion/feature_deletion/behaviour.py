@@ -30,8 +30,10 @@ from __future__ import annotations
 import copy
 import datetime
 import hashlib
+import itertools
 import json
 import random
+import re
 import shutil
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -50,6 +52,7 @@ VARIANT_TAIL = 12  # steps a held-out program keeps after the one whose argument
 MAX_KEPT = {"visible": 40, "heldout": 60}  # programs kept per task
 MAX_KEPT_STEPS = 800  # steps kept per task, all programs together
 MAX_KEPT_BYTES = 120_000  # JSON of the kept programs (steps and answers), all together
+INT_TEXT = re.compile(r"-?[0-9]{1,15}")
 # Standard functions a callback is swapped for in held-out programs, by the number of arguments it took.
 SUBSTITUTES = {
     1: [["builtins", "abs"], ["builtins", "str"], ["builtins", "repr"], ["builtins", "bool"], ["builtins", "len"],
@@ -174,6 +177,10 @@ def mutate(enc, rng: random.Random, pool: dict[str, list], depth: int = 0):
             return None
         return ["float", repr(rng.choice([x * 1.5 + 0.25, -x - 1.0, x / 3, x + 10.0]))]
     if tag == "str":
+        if INT_TEXT.fullmatch(v):  # a number written as text (inflection's `ordinal("21")`): changed as that number
+            n = int(v)
+            options = [n + 1, n - 1, n + 2, n + 7, n + 10, n - 10, n + 100, 2 * n + 1]
+            return ["str", str(rng.choice(options))]
         options = _text_mutations(v, rng, pool.get("str", []))
         return ["str", rng.choice(options)] if options else None
     if tag in ("bytes", "bytearray"):
@@ -457,26 +464,75 @@ def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
 
 def _choose(candidates: list[Candidate], adequacy) -> list[tuple[int, int]]:
     """(candidate, step it is cut after) of the programs kept, within the MAX_KEPT budgets: first those that kill the
-    most mutants (greedy set cover, held-out first, each cut after the steps where it kills them), then the
-    shortest held-out and visible ones."""
+    most mutants (greedy set cover, held-out first, each cut after the steps where it kills them), then held-out
+    ones as `_held_out_selection` takes them, then the shortest visible ones."""
     picked = adequacy.order if adequacy is not None else []
     cut = {i: max(candidates[i].last, *adequacy.kills[i].values()) for i in picked}
-    rest = [i for kind in ("heldout", "visible")
-            for i in sorted((i for i, c in enumerate(candidates) if c.kind == kind and c.last >= 0 and i not in cut),
-                            key=lambda i: len(candidates[i].check(candidates[i].last).model_dump_json()))]
-    chosen: list[tuple[int, int]] = []
-    steps, size, kept, tried = MAX_KEPT_STEPS, MAX_KEPT_BYTES, Counter(), Counter()
-    for i in picked + rest:
-        c = candidates[i]
-        if i not in cut:  # the shortest MAX_KEPT of a kind are tried, as before mutants chose any
-            tried[c.kind] += 1
-            if tried[c.kind] > MAX_KEPT[c.kind]:
-                continue
-        p = c.check(cut.get(i, c.last))
+    checks = {i: c.check(cut.get(i, c.last)) for i, c in enumerate(candidates) if i in cut or c.last >= 0}
+    budget, kept, chosen = [MAX_KEPT_STEPS, MAX_KEPT_BYTES], Counter(), []
+    for i in picked:
+        kind = candidates[i].kind
+        if kept[kind] < MAX_KEPT[kind] and _fit([checks[i]], 1, budget):
+            chosen.append(i)
+            kept[kind] += 1
+
+    def rest(kind: str) -> list[int]:
+        return sorted((i for i in checks if candidates[i].kind == kind and i not in cut),
+                      key=lambda i: len(checks[i].model_dump_json()))
+
+    for kind, select in (("heldout", _held_out_selection), ("visible", _fit)):
+        order = rest(kind)
+        taken = {id(p) for p in select([checks[i] for i in order], MAX_KEPT[kind] - kept[kind], budget)}
+        chosen += [i for i in order if id(checks[i]) in taken]
+    return [(i, cut.get(i, candidates[i].last)) for i in chosen]
+
+
+def _fit(programs: list[CheckProgram], limit: int, budget: list[int]) -> list[CheckProgram]:
+    """Of the first `limit` programs, those that fit what is left of `budget` ([steps, bytes]), which they use up."""
+    taken = []
+    for p in programs[:limit]:
         n = len(p.model_dump_json())
-        if kept[c.kind] < MAX_KEPT[c.kind] and len(p.steps) <= steps and n <= size:
-            chosen.append((i, cut.get(i, c.last)))
-            steps, size, kept[c.kind] = steps - len(p.steps), size - n, kept[c.kind] + 1
+        if len(p.steps) <= budget[0] and n <= budget[1]:
+            taken.append(p)
+            budget[0], budget[1] = budget[0] - len(p.steps), budget[1] - n
+    return taken
+
+
+def _held_out_answers(program: CheckProgram) -> Counter:
+    return Counter(json.dumps(e) for e, h in zip(program.expect, program.heldout) if h)
+
+
+def _one_answer(programs: list[CheckProgram]) -> str | None:
+    """The answer that covers more than half of the held-out steps of `programs`, if one does."""
+    counts = sum((_held_out_answers(p) for p in programs), Counter())
+    answer, n = counts.most_common(1)[0] if counts else (None, 0)
+    return answer if 2 * n > counts.total() else None
+
+
+def _held_out_selection(programs: list[CheckProgram], limit: int = MAX_KEPT["heldout"],
+                        budget: list[int] | None = None) -> list[CheckProgram]:
+    """The held-out programs a task keeps (at most `limit`, within what is left of `budget`, [steps, bytes], which
+    they use up): the smallest first. Where those leave one answer covering more than half of the held-out steps
+    (numbers mostly take "th" in inflection's `ordinal`, iterators mostly end), they are taken in turns by their most
+    common held-out answer instead, and the programs that answer mostly that one answer are then left out, last
+    taken first, until none does: every check kept is still a check, and a forger that answers the common answer
+    wherever the visible tests say nothing fails the held-out checks it leaves."""
+    budget = budget if budget is not None else [MAX_KEPT_STEPS, MAX_KEPT_BYTES]
+    by_size = sorted(programs, key=lambda p: len(p.model_dump_json()))
+    chosen = _fit(by_size, limit, list(budget))
+    if _one_answer(chosen) is not None:
+        groups: dict[str, list[CheckProgram]] = {}
+        for p in by_size:
+            groups.setdefault(_held_out_answers(p).most_common(1)[0][0], []).append(p)
+        turns = [p for taken in itertools.zip_longest(*groups.values()) for p in taken if p is not None]
+        chosen = _fit(turns, limit, list(budget))
+        while (mode := _one_answer(chosen)) is not None:
+            # The program answering the most `mode` beyond its other held-out answers; the last taken among equals.
+            excess = [(c[mode] - (c.total() - c[mode]), i) for i, p in enumerate(chosen)
+                      for c in [_held_out_answers(p)]]
+            del chosen[max(excess)[1]]
+    budget[0] -= sum(len(p.steps) for p in chosen)
+    budget[1] -= sum(len(p.model_dump_json()) for p in chosen)
     return chosen
 
 

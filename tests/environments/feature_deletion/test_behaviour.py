@@ -229,6 +229,27 @@ def test_checks_a_per_function_constant_would_pass_are_unsound():
     assert (v.heldout, v.heldout_matched, v.fraction) == (6, 3, 0.0)  # f: 2 of 3, g: 1 of 3
 
 
+def test_held_out_programs_are_taken_in_turns_by_answer_where_one_answer_would_cover_most():
+    """inflection's `ordinal` answers "th" for most numbers: smallest first, its held-out checks were mostly "th" and
+    the task left the set; taken in turns by answer they are not, and every program kept is one of the candidates."""
+    from collections import Counter
+
+    from feature_deletion.behaviour import _held_out_selection
+
+    th, st, nd = (["ok", ["str", s]] for s in ("th", "st", "nd"))
+    candidates = _checks({"ordinal": [th] * 12 + [st] * 3 + [nd] * 2}).programs
+    chosen = _held_out_selection(candidates)
+    answers = Counter(json.dumps(p.expect[0]) for p in chosen)
+    assert 2 * answers.most_common(1)[0][1] <= len(chosen) and len(answers) == 3, answers
+    assert len(chosen) == 10 and all(p in candidates for p in chosen)  # 5 "th" beside the 3 "st" and 2 "nd"
+    assert unsound(Checks(programs=chosen)) is None
+    # Held-out checks that no answer covers most of are taken as before: the smallest first, all of them.
+    balanced = _checks({"ordinal": [th, st, nd, th]}).programs
+    assert _held_out_selection(balanced) == sorted(balanced, key=lambda p: len(p.model_dump_json()))
+    # One answer only: nothing is left to take, and the task leaves the set.
+    assert _held_out_selection(_checks({"f": [th] * 5}).programs) == []
+
+
 def test_a_row_whose_checks_are_unsound_leaves_the_task_set_with_its_reason(tiny_tasks, tmp_path):
     rows, _, _ = tiny_tasks
     row = _task(rows, "add:body")

@@ -5,11 +5,16 @@ checks were `raises ValueError`). Each test fails while such an attack is paid."
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 
-from feature_deletion.behaviour import Verdict
+from feature_deletion.behaviour import Verdict, check_behaviour, unsound
 from feature_deletion.builder.deletions import STUB
+from feature_deletion.grading import grade
 from feature_deletion.rollout import ToolSession
-from feature_deletion.task import load_rows
+from feature_deletion.sandbox import Limits
+from feature_deletion.scope import agent_lines
+from feature_deletion.task import load_rows, runner_for
 from feature_deletion.taskset import DEFAULT_TASKS
 
 # The tasks the red team found one held-out answer covering more than half of the held-out checks on.
@@ -23,14 +28,68 @@ ONE_ANSWER = [
     "cachetools-5.5.0/src/cachetools/keys.py:_HashedTuple:methods",
     "cachetools-5.5.0/src/cachetools/__init__.py:_TimedCache.get:body",
 ]
+ORDINAL = ONE_ANSWER[0]
 
 
-def test_tasks_whose_held_out_checks_one_answer_covers_leave_the_task_set():
+def test_tasks_whose_held_out_checks_one_answer_covered_are_kept_only_with_checks_it_does_not_cover():
+    """Rebuilt with held-out programs taken in turns by answer (`behaviour._held_out_selection`) and numbers written
+    as text changed as numbers, 7 of them are kept; every kept task's held-out checks have no answer covering more
+    than half of them and stop the mode forger; the others left the set with their reason."""
     rows, problems = load_rows(DEFAULT_TASKS)
-    assert not problems and not {r.id for r in rows} & set(ONE_ANSWER)
+    assert not problems
+    by_id = {r.id: r for r in rows}
     report = json.loads(DEFAULT_TASKS.with_name("tasks.checks.json").read_text())
-    assert {t: report["dropped_tasks"].get(t) for t in ONE_ANSWER} == dict.fromkeys(ONE_ANSWER, "heldout_one_answer")
-    assert report["kept"] == len(rows) and report["reasons"]["heldout_one_answer"] == 9  # and MRUCache.popitem:def
+    assert len(set(ONE_ANSWER) & set(by_id)) == 7
+    for task in ONE_ANSWER:
+        if task not in by_id:
+            assert report["dropped_tasks"][task] == "too_few_heldout_checks"
+            continue
+        answers = Counter(json.dumps(e) for p in by_id[task].checks.programs for e, h in zip(p.expect, p.heldout) if h)
+        assert 2 * answers.most_common(1)[0][1] <= answers.total() and unsound(by_id[task].checks) is None, task
+    assert "heldout_one_answer" not in report["reasons"] and report["kept"] == len(rows)
+
+
+def _ordinal(row, body: str) -> dict[str, bytes]:
+    """The broken file with `def ordinal(number):` and `body` where the gold definition was."""
+    path = "inflection/__init__.py"
+    code = "def ordinal(number):\n" + "".join(f"    {line}\n" for line in body.strip("\n").splitlines())
+    return {path: row.broken_files[path].replace("\ndef ordinalize(", f"\n{code}\n\ndef ordinalize(", 1).encode()}
+
+
+def test_the_red_teams_ordinal_attacks_are_paid_nothing_now_that_the_task_is_kept():
+    """The red team's attacks on `ordinal`, and a table with last-digit rules that leave out 11-13: each passes the
+    checks it knows the answers of and is paid 0 (the held-out checks hold "st", "nd", "rd" and a teen)."""
+    rows, _ = load_rows(DEFAULT_TASKS)
+    row = next(r for r in rows if r.id == ORDINAL)
+    # What the agent can see: the F2P tests' parameters (test_ordinal[-21--21st]) and the checks' visible questions.
+    table = {m[1]: m[2] for t in row.f2p if (m := re.search(r"\[(-?\d+)-(?:-?\d+)(st|nd|rd|th)\]$", t))}
+    table |= {step["args"][0][1]: want[1][1] for p in row.checks.programs if not any(p.heldout)
+              for step, want in zip(p.steps, p.expect)}
+    assert len(table) >= 30
+    held_out = {step["args"][0][1]: want[1][1] for p in row.checks.programs
+                for step, want, h in zip(p.steps, p.expect, p.heldout) if h}
+    assert {"st", "nd", "rd", "th"} <= set(held_out.values())
+    assert any(abs(int(n)) % 100 in (11, 12, 13) for n in held_out)
+    attacks = {
+        "table, int() and th": f"table = {table!r}\nif str(number) in table:\n    return table[str(number)]\n"
+                               "int(number)\nreturn 'th'",
+        "int() and th": "int(number)\nreturn 'th'",
+        "table and last digits": f"table = {table!r}\nif str(number) in table:\n    return table[str(number)]\n"
+                                 "return {1: 'st', 2: 'nd', 3: 'rd'}.get(abs(int(number)) % 10, 'th')",
+    }
+    tasks_dir, runner = DEFAULT_TASKS.parent, runner_for(row)
+    for name, body in attacks.items():
+        changes = _ordinal(row, body)
+        verdict = check_behaviour(row, tasks_dir, runner, Limits(), "namespace", changes, agent_lines(row, changes))
+        assert verdict.fraction == 0.0 and verdict.heldout_matched < verdict.heldout, (name, verdict)
+        if name == "table and last digits":  # everything but the teens
+            assert verdict.matched == verdict.steps - sum(abs(int(n)) % 100 in (11, 12, 13) for n in held_out)
+    # The red team's attack end to end: every test passes, no layer objects, and the reward is 0.
+    g = grade(row, tasks_dir, None, runner, changes=_ordinal(row, attacks["table, int() and th"]))
+    assert g.f2p_passed == g.f2p_total and not g.invalid and g.reward == 0.0, g.to_dict()
+    gold = check_behaviour(row, tasks_dir, runner, Limits(), "namespace",
+                           {k: v.encode() for k, v in row.gold_files.items()}, {})
+    assert gold.fraction == 1.0, gold
 
 
 def test_a_table_of_the_visible_answers_with_a_fallback_is_paid_nothing_through_a_session():

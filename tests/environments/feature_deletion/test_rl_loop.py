@@ -24,6 +24,9 @@ from composer_prime.batch import batch_path, read_batch
 from composer_prime.traces import read_traces, traces_path
 from composer_prime.utils.net import free_port
 
+# The tasks fixture (the real builder on the tiny package, checks included) and the run: ~7 min at load average ~11,
+# past the suite's 600 s at load ~15.
+pytestmark = pytest.mark.timeout(1500)
 REPO = Path(__file__).resolve().parents[3]
 STEPS = 2
 SCRIPTS = ("gold", "stumbling", "noop", "gold")  # the last on the task whose grading raises
@@ -45,16 +48,20 @@ def _toml(value) -> str:
         "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
 
 
+def _smallest(rows, n):
+    """The `n` tasks with the smallest deletions: every conversation must reach `submit` within seq_len (a class whose
+    every method was deleted, written back whole by the gold script, does not fit: it stops at the context)."""
+    return sorted(rows, key=lambda r: (r.deletion.lines_removed, r.id))[:n]
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="failed on merged main at stop 33, not yet diagnosed: with the task whose "
-                   "grading raises, env/stop/done was 0.75, not 1.0 (stop 33 note)")
 def test_scripted_policy_through_the_whole_rl_loop(tiny_tasks, policy, tmp_path):
     from feature_deletion.taskset import split_of
 
     from feature_deletion.task import write_rows
 
     rows, tasks_dir, _ = tiny_tasks
-    train = [r for r in rows if split_of(r) == "train"][: len(SCRIPTS)]
+    train = _smallest([r for r in rows if split_of(r) == "train"], len(SCRIPTS))
     assert len(train) == len(SCRIPTS), "the tiny package should give at least four train tasks"
     raising = train[-1].id
     train[-1] = train[-1].model_copy(update={"f2p": ["tests/test_gone.py::test_x", *train[-1].f2p[1:]]})
@@ -178,14 +185,18 @@ lr = 1e-4
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="failed on merged main at stop 33 beside the test above, cause not yet read "
-                   "(stop 33 note)")
 def test_held_out_tool_tasks_are_evaluated_at_the_start_every_interval_and_the_end(heldout_tasks, policy, tmp_path):
     """configs/feature_deletion/rl_scripted.toml on tasks with a held-out split: the gold script's held-out task is
     rolled out like a training one (sandbox, tools, grading) before step 1, after each step and at the end."""
     from composer_prime.utils.plot import run_panels
 
-    _, held_out, tasks = heldout_tasks
+    from feature_deletion.task import write_rows
+
+    train, held_out, built = heldout_tasks
+    tasks = tmp_path / "tasks" / "tasks.jsonl"
+    tasks.parent.mkdir()
+    (tasks.parent / "repos").symlink_to(built.parent / "repos")
+    write_rows(tasks, _smallest(train, 2) + held_out)
     out = tmp_path / "run"
     layer = tmp_path / "tasks.toml"
     layer.write_text(f"""

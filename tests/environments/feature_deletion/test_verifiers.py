@@ -104,19 +104,33 @@ def test_vf_eval_runs_multi_turn_tool_rollouts_gold_1_noop_0(tiny_tasks, tmp_pat
 
 
 @pytest.mark.slow
-def test_vf_validate_gold_valid_untouched_scores_0(tiny_tasks, tmp_path):
-    _, tasks_dir, _ = tiny_tasks
+def test_vf_validate_agrees_with_fd_validate_gold_valid_untouched_scores_0(tiny_tasks, tmp_path):
+    """vf-validate and fd-validate give each task the same outcome: two sound tasks valid, and one whose gold patch
+    is the untouched code (its gold check scores 0) invalid for both."""
+    from feature_deletion.task import runner_for, write_rows
+    from feature_deletion.taskset import split_of
+    from feature_deletion.validate import validate_row
+
+    rows, tasks_dir, _ = tiny_tasks
+    sound = [r for r in rows if split_of(r) == "train"][:2]
+    no_gold = sound[1].model_copy(update={"gold_files": sound[1].broken_files})
+    tasks = tmp_path / "tasks" / "tasks.jsonl"
+    tasks.parent.mkdir()
+    (tasks.parent / "repos").symlink_to(tasks_dir / "repos")
+    write_rows(tasks, [sound[0], no_gold])
     command = [str(BIN / "vf-validate"), "feature-deletion", "--runtime.type", "subprocess",
-               "--taskset.tasks-path", str(tasks_dir / "tasks.jsonl"), "--taskset.num-examples", "2",
-               "-o", str(tmp_path)]
+               "--taskset.tasks-path", str(tasks), "-o", str(tmp_path / "vf")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (results,) = tmp_path.glob("**/results.jsonl")
-    rows = [json.loads(line) for line in results.read_text().splitlines()]
-    assert len(rows) == 2
-    for row in rows:
-        assert row["gold"]["valid"] is True and row["noop"]["valid"] is True
-        # The rewards dict is what vf-validate reported empty before the task declared its reward.
+    (results,) = (tmp_path / "vf").glob("**/results.jsonl")
+    vf = {row["name"]: row for row in map(json.loads, results.read_text().splitlines())}
+    assert len(vf) == 2, done.stdout[-3000:] + done.stderr[-3000:]
+    fd = {r.id: validate_row(r, tasks.parent, runner_for(r)) for r in [sound[0], no_gold]}
+    assert {t: vf[t]["valid"] for t in vf} == {t: fd[t]["valid"] for t in fd} == {sound[0].id: True, no_gold.id: False}
+    assert vf[no_gold.id]["gold"]["valid"] is False and fd[no_gold.id]["gold"] == 0.0
+    for task, row in vf.items():
+        # The untouched task scores 0 in both; the rewards dict is what vf-validate reported empty before the task
+        # declared its reward.
+        assert row["noop"]["valid"] is True and fd[task]["noop"] == 0.0
         assert row["noop"]["rewards"] == {"tests_pass": 0.0} and row["noop"]["reward"] == 0.0
 
 

@@ -52,6 +52,18 @@ def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
     return logits
 
 
+def log_softmax(logits: torch.Tensor) -> torch.Tensor:
+    """`log_softmax` over the last dim, as `logits - logsumexp(logits)`: the normaliser the trainer scores with
+    (trainer/logprobs.py), so sampler and trainer report the same log-probs for the same logits.
+
+    Not torch's `log_softmax`: on CPU in float32 its sum over the vocabulary drifts with the vocabulary's size,
+    always upward (+8.9e-6 nats per token at 49,152 logits, +2.2e-5 at 151,936; `logsumexp` stays within 2e-7 of
+    float64), which put SmolLM2's on-policy importance ratio 1 - 1.5e-5 instead of 1 (benchmarks/README.md,
+    "SmolLM2").
+    """
+    return logits - torch.logsumexp(logits, dim=-1, keepdim=True)
+
+
 def gumbel_noise(key: int, sample: int, position: int, vocab: int) -> torch.Tensor:
     """[vocab] float64 standard Gumbel noise for completion `sample`'s token at `position`:
 
@@ -99,14 +111,14 @@ def sample(
     logprobs = torch.empty(logits.shape[0], dtype=torch.float32, device=logits.device)
     if bool(greedy.any()):
         rows = greedy.nonzero().squeeze(1)
-        raw = logits[rows].log_softmax(dim=-1)
+        raw = log_softmax(logits[rows])
         best = raw.argmax(dim=-1)
         tokens[rows] = best
         logprobs[rows] = raw.gather(1, best[:, None]).squeeze(1)
     if not bool(greedy.all()):
         rows = (~greedy).nonzero().squeeze(1)
         scaled = logits[rows] / temperature[rows, None]
-        dist = filter_logits(scaled, top_k[rows], top_p[rows]).log_softmax(dim=-1)
+        dist = log_softmax(filter_logits(scaled, top_k[rows], top_p[rows]))
         cdf = dist.double().exp().cumsum(dim=-1)
         target = uniform[rows].double()[:, None] * cdf[:, -1:]
         drawn = torch.searchsorted(cdf, target, right=True).clamp(max=logits.shape[-1] - 1)

@@ -34,7 +34,7 @@ from composer_prime.configs.inference import TransformersBackendConfig
 from composer_prime.configs.shared import ModelConfig
 from composer_prime.inference.backend import Backend, check_prompt, eos_token_ids
 from composer_prime.inference.protocol import Completion, GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
-from composer_prime.inference.sampling import gumbel_noise, sample
+from composer_prime.inference.sampling import gumbel_noise, log_softmax, sample
 from composer_prime.model.load import load_model, load_tokenizer
 from composer_prime.weights import WeightLayout, load_version_state_dict
 
@@ -417,7 +417,7 @@ class TransformersBackend(Backend):
         try:
             ids = torch.tensor([request.prompt_token_ids + request.completion_token_ids[:-1]], device=self._device)
             logits = self.model(input_ids=ids, use_cache=False).logits[0, len(request.prompt_token_ids) - 1 :]
-            logprobs = F.log_softmax(logits.float() / request.temperature, dim=-1)
+            logprobs = log_softmax(logits.float() / request.temperature)
             targets = torch.tensor(request.completion_token_ids, device=self._device)
             chosen = logprobs.gather(-1, targets[:, None]).squeeze(-1)
             entropies = -(logprobs.exp() * logprobs).sum(-1)

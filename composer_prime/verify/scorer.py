@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from composer_prime.inference.sampling import filter_logits
+from composer_prime.inference.sampling import filter_logits, log_softmax
 from composer_prime.verify.sampled import sampling_gaps
 
 
@@ -99,8 +99,8 @@ class ModelScorer(Scorer):
             for row, item in enumerate(chunk):
                 start_at, n = len(item.prompt_ids) - 1, len(item.completion_ids)
                 rows = logits[row, start_at:start_at + n]
-                dist = filter_logits(rows, torch.full((n,), -1, device=rows.device),
-                                     torch.full((n,), top_p, device=rows.device)).log_softmax(-1)
+                dist = log_softmax(filter_logits(rows, torch.full((n,), -1, device=rows.device),
+                                                 torch.full((n,), top_p, device=rows.device)))
                 targets = ids[row, start_at + 1:start_at + 1 + n, None]
                 gaps = None if item.noise is None else sampling_gaps(dist, item.completion_ids, *item.noise).tolist()
                 out.append(Scored(dist.gather(1, targets).squeeze(1).tolist(), gaps))

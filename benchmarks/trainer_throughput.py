@@ -1,8 +1,10 @@
 """Trainer step throughput against a bare training loop on the same model and tokens.
 
 (a) the trainer's own step (`composer_prime.trainer.step.train_step` from a TrainBatch:
-    message -> tensors, forward, token log-probs, DPPO loss, backward, clip, AdamW);
-(b) a bare loop: forward, mean cross-entropy, backward, AdamW, on the same packed tensors.
+    message -> tensors, forward through the trainer's packed attention, token log-probs, DPPO loss, backward,
+    clip, AdamW);
+(b) a bare loop: forward (transformers' SDPA with its dense block-diagonal mask), mean cross-entropy,
+    backward, AdamW, on the same packed tensors.
 Repetitions alternate between (a) and (b) so that machine noise hits both; medians are
 reported with the ratio (a) / (b). No checkpointing or publishing is timed.
 
@@ -25,20 +27,21 @@ from composer_prime.batch import Array, MicroBatch, TrainBatch
 from composer_prime.configs.trainer import DPPOLossConfig
 from composer_prime.loss.resolve import resolve_loss
 from composer_prime.trainer.data import MicroBatchTensors
+from composer_prime.trainer.packed_attention import ATTENTION
 from composer_prime.trainer.parallel import World
 from composer_prime.trainer.step import train_step
 
 VOCAB, SEQ_LEN = 1024, 512
 
 
-def tiny_model(seed: int) -> Qwen3ForCausalLM:
+def tiny_model(seed: int, attention: str = "sdpa") -> Qwen3ForCausalLM:
     torch.manual_seed(seed)
     config = Qwen3Config(
         vocab_size=VOCAB, hidden_size=128, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
         num_key_value_heads=2, head_dim=32, max_position_embeddings=SEQ_LEN, tie_word_embeddings=False,
     )
     model = Qwen3ForCausalLM(config)
-    model.config._attn_implementation = "sdpa"
+    model.set_attn_implementation(attention)
     return model.train()
 
 
@@ -96,7 +99,7 @@ def main() -> None:
     tokens = args.micro_batches * args.rows * SEQ_LEN
     loss = resolve_loss(DPPOLossConfig())
 
-    trainer_model, bare_model = tiny_model(0), tiny_model(0)
+    trainer_model, bare_model = tiny_model(0, ATTENTION), tiny_model(0)  # ATTENTION: as build_train_model sets it
     trainer_opt = torch.optim.AdamW(trainer_model.parameters(), lr=1e-5)
     bare_opt = torch.optim.AdamW(bare_model.parameters(), lr=1e-5)
 

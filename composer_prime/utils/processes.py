@@ -59,13 +59,21 @@ def find_binary(name: str, where: str) -> str:
     return found
 
 
+# A run's processes share the machine's cores (the quickstart: a 2-thread trainer beside inference and the
+# orchestrator on 2 cores), so an OpenMP thread that spins while it waits takes a core another process needs, and
+# waits for a partner thread that is not running. Waiting threads sleep instead unless the user chose otherwise:
+# on 2 loaded cores the quickstart's trainer step took 41-63 s spinning and 5.7 s sleeping (benchmarks/README.md,
+# "Threads that wait"). libgomp reads it once, when torch loads, so it is set before the child starts.
+_THREAD_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
 def spawn(name: str, argv: Sequence[str], log_dir: Path, env: dict[str, str] | None = None) -> Child:
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
     log = open(log_path, "ab")
     process = subprocess.Popen(
         list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        preexec_fn=_child_setup, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        preexec_fn=_child_setup, env={**_THREAD_WAIT, **os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
     log.close()
     return Child(name=name, process=process, log_path=log_path)

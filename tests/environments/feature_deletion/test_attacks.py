@@ -355,7 +355,7 @@ os.symlink("/etc/passwd", "README.txt")
 
 def test_fifos_sockets_and_links_planted_by_agent_code_are_never_opened_by_the_tools(target, host_unchanged):
     """Agent code run by run_tests plants a FIFO (an open for writing would wait forever for a reader), a socket and
-    a link to a host file among the sources. Every tool refuses them at once, as a not-regular file, and the
+    a link to a host file among the sources. Every tool answers at once with an error and never opens them, and the
     rollout still ends with a grade."""
     from feature_deletion.rollout import ToolSession
 
@@ -369,10 +369,12 @@ def test_fifos_sockets_and_links_planted_by_agent_code_are_never_opened_by_the_t
                 ("edit_file", {"path": "fdcalc/planted.py", "old_text": "a", "new_text": "b"}),
                 ("read_file", {"path": "fdcalc/planted.py"}),
                 ("read_file", {"path": "fdcalc/sock.py"}),
-                ("write_file", {"path": "fdcalc/sock.py", "content": "x = 1\n"}),
                 ("read_file", {"path": "README.txt"})], start=3):
             answer = _answers_within(30, lambda: session.call(tool, args, turn=n))
-            assert answer.startswith("error:") and ("regular file" in answer or "link" in answer), (tool, answer)
+            # A socket does not survive the sandbox's staged workspace (only files, directories, links and FIFOs are
+            # mirrored back): for it the answer is that no such file exists.
+            assert answer.startswith("error:") and any(
+                why in answer for why in ("regular file", "link", "no such file")), (tool, answer)
         assert "root:" not in _answers_within(30, lambda: session.call("search", {"pattern": "root"}, turn=9))
         outcome = _answers_within(300, lambda: session.finish(last_turn=9, turns=9))
     assert outcome.reward == 0.0

@@ -163,6 +163,14 @@ def definition(tree: ast.Module, qualname: str) -> ast.AST | None:
     return node
 
 
+def splice(source: str, fn: ast.AST, code: str) -> str:
+    """`source` with the definition `fn` (decorators included) replaced by `code`, indented as `fn` was."""
+    lines = source.splitlines(keepends=True)
+    first = min([fn.lineno] + [d.lineno for d in getattr(fn, "decorator_list", [])])
+    indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
+    return "".join(lines[: first - 1]) + textwrap.indent(code, indent) + "\n" + "".join(lines[fn.end_lineno:])
+
+
 def mutants(row: TaskRow, limit: int = MAX_MUTANTS) -> list[Mutant]:
     """Up to `limit` mutants of the gold definitions, taken in turns from each operator (evenly spaced among that
     operator's sites), none whose code is gold's or another mutant's."""
@@ -179,9 +187,6 @@ def mutants(row: TaskRow, limit: int = MAX_MUTANTS) -> list[Mutant]:
         fn = definition(tree, target.qualname)
         if fn is None:
             continue
-        lines = gold.splitlines(keepends=True)
-        first = min([fn.lineno] + [d.lineno for d in getattr(fn, "decorator_list", [])])
-        indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
         seen.add(ast.unparse(fn))
         counts: dict[str, int] = {}
         for op, index, change in _sites(fn):
@@ -190,7 +195,7 @@ def mutants(row: TaskRow, limit: int = MAX_MUTANTS) -> list[Mutant]:
             if code in seen:
                 continue
             seen.add(code)
-            text = "".join(lines[: first - 1]) + textwrap.indent(code, indent) + "\n" + "".join(lines[fn.end_lineno:])
+            text = splice(gold, fn, code)
             by_op.setdefault(op, []).append(Mutant(f"{target.qualname}:{op}#{n}", target.file, text))
     spread = {op: _spread(ms, limit) for op, ms in by_op.items()}
     out: list[Mutant] = []

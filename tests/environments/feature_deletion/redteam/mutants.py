@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import copy
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from harness import Played, TASKS, play, record, rows, sample  # noqa: E402
 
 from feature_deletion.behaviour import check_behaviour  # noqa: E402
+from feature_deletion.mutation import definition, splice  # noqa: E402
 from feature_deletion.sandbox import Limits  # noqa: E402
 from feature_deletion.scope import agent_lines, check_scope  # noqa: E402
 from feature_deletion.task import runner_for  # noqa: E402
@@ -105,37 +105,21 @@ def _mutate(fn: ast.AST, site: tuple[str, int]) -> ast.AST | None:
     return None
 
 
-def _target_nodes(tree: ast.Module, qualname: str) -> ast.AST | None:
-    scope: list[ast.AST] = list(tree.body)
-    node = None
-    for part in qualname.split("."):
-        node = next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                     and n.name == part), None)
-        if node is None:
-            return None
-        scope = list(node.body)
-    return node
-
-
 def mutants(row, limit: int) -> list[tuple[str, dict[str, str]]]:
     """(label, {file: text}) of up to `limit` mutants of the gold definitions, spread over their sites."""
     out = []
     for target in row.deletion.targets:
         gold = row.gold_files[target.file]
         tree = ast.parse(gold)
-        fn = _target_nodes(tree, target.qualname)
+        fn = definition(tree, target.qualname)
         if fn is None:
             continue
-        lines = gold.splitlines(keepends=True)
-        first = min([fn.lineno] + [d.lineno for d in getattr(fn, "decorator_list", [])])
-        indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
         for site in _sites(fn):
             m = _mutate(fn, site)
             if m is None:
                 continue
             ast.fix_missing_locations(m)
-            src = textwrap.indent(ast.unparse(m), indent) + "\n"
-            text = "".join(lines[: first - 1]) + src + "".join(lines[fn.end_lineno:])
+            text = splice(gold, fn, ast.unparse(m))
             out.append((f"{target.qualname}:{site[0]}#{site[1]}", {target.file: text}))
     if len(out) > limit:  # spread evenly over the sites
         step = len(out) / limit

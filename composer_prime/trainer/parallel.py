@@ -60,8 +60,11 @@ def init_process_group(world: World) -> None:
     if dist.is_initialized():
         return
     on_cuda = world.device.type == "cuda"
+    device = world.device
+    if on_cuda and device.index is None:  # NCCL's device_id must name its GPU: a bare "cuda" is refused
+        device = torch.device("cuda", torch.cuda.current_device())
     dist.init_process_group(backend="nccl" if on_cuda else "gloo", store=dist.HashStore(), rank=0, world_size=1,
-                            device_id=world.device if on_cuda else None)
+                            device_id=device if on_cuda else None)
 
 
 def close_world(world: World) -> None:

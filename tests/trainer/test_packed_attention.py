@@ -1,6 +1,6 @@
 """Packed rows attended sample by sample (trainer/packed_attention.py): the numbers of transformers' dense
 block-diagonal mask (float64), and no mask the size of a row squared. The CUDA path (varlen flash attention)
-runs only on a GPU (-m gpu)."""
+runs only on a GPU (-m gpu): its numbers and gradients against the same float64 reference."""
 
 from __future__ import annotations
 
@@ -82,3 +82,42 @@ def test_no_mask_grows_with_the_row(model_dir, monkeypatch):
     forward_logprobs(model, ids, positions, 1.0).sum().backward()
     longest = max(SAMPLES)
     assert calls and all(length <= longest and mask <= longest * longest for length, mask in calls), calls
+
+
+@pytest.mark.gpu
+def test_varlen_flash_on_cuda_bf16_gives_the_dense_masks_numbers(model_dir, monkeypatch):
+    """On CUDA in bf16 (mixed precision: FSDP2 casts each layer to bf16) the packed rows go through varlen
+    flash attention, never a masked SDPA; log-probs and gradients are the dense mask's in float64 on the same
+    bf16-rounded weights, to bf16's precision."""
+    import torch.nn.attention.varlen as varlen
+
+    world = World(rank=0, world_size=1, device=torch.device("cuda"))
+    packed = build_train_model(TrainerConfig(model=ModelConfig(path=str(model_dir), dtype="bfloat16",
+                                                               device="cuda")), world)
+    dense = load_train_model(ModelConfig(path=str(model_dir), dtype="float32", device="cpu")).double()
+    for parameter in dense.parameters():  # the weights the bf16 forward computes with
+        parameter.data = parameter.data.bfloat16().double()
+    flash, masked = [], []
+    varlen_attn, sdpa = varlen.varlen_attn, F.scaled_dot_product_attention
+    monkeypatch.setattr(varlen, "varlen_attn", lambda *a, **k: flash.append(a[0].dtype) or varlen_attn(*a, **k))
+
+    def recording(query, key, value, attn_mask=None, *args, **kwargs):
+        masked.append(query.device.type)
+        return sdpa(query, key, value, attn_mask, *args, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", recording)
+    ids, positions = packed_rows(dense.config.vocab_size)
+    weights = torch.rand(ids.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    expected = forward_logprobs(dense, ids, positions, 0.9)
+    (expected * weights).sum().backward()
+    masked.clear()  # the float64 reference's own SDPA calls
+    got = forward_logprobs(packed, ids.cuda(), positions.cuda(), 0.9)
+    (got.double() * weights.cuda()).sum().backward()
+    assert flash and set(flash) == {torch.bfloat16} and not masked, (flash, masked)
+    torch.testing.assert_close(got.detach().double().cpu(), expected.detach(), rtol=0, atol=5e-2)
+    names = dict(dense.named_parameters())
+    for name, parameter in packed.named_parameters():
+        grad = parameter.grad.full_tensor() if hasattr(parameter.grad, "full_tensor") else parameter.grad
+        reference = names[name].grad
+        error = (grad.double().cpu() - reference).norm() / reference.norm().clamp_min(1e-12)
+        assert parameter.dtype == torch.float32 and error < 5e-2, (name, parameter.dtype, error.item())

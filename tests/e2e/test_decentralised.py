@@ -22,7 +22,7 @@ import json
 
 import httpx
 import pytest
-from cluster import GRANT_TTL_S, MAX_BATCH_BYTES, REPO, TOKEN, WARMSTART, LocalRun
+from cluster import GRANT_TTL_S, MAX_BATCH_BYTES, REPO, TOKEN, LocalRun
 from store_attacks import Target, attack_store
 
 from composer_prime.batch import store_batch_key, store_complete_key
@@ -61,7 +61,7 @@ def test_two_sites_workers_relay_and_a_malicious_volunteer(tmp_path):
         cluster.spawn("malicious", [str(REPO / "tests" / "worker" / "malicious.py"), "--run-url", cluster.run_url,
                                     "--join-token", TOKEN, "--name", "mallory", "--victim", honest["honest-1"],
                                     "--run-public-key", keys.public_hex(cluster.run_key),
-                                    "--model", str(WARMSTART), "--state-dir", str(tmp_path / "mallory"),
+                                    "--state-dir", str(tmp_path / "mallory"),
                                     "--batches", "8"])
 
         # With the orchestrator's key (leaked), a forged step lands ahead of the real one; its seal is eve's.

@@ -12,11 +12,12 @@ worker, then uploads signed batches that must all be rejected, cycling through t
   forged-signature     a batch claiming an honest worker's id, signed with this worker's key
 
 Keyed samples are drawn as an honest worker draws them (the transformers engine, Gumbel-max with the
-assignment's noise), so each attack meets the check meant for it; when the run asks for proofs, every other
-attack carries proofs of its own (submitted) tokens made with the given weights.
+assignment's noise, on the weights of the version it claims, pulled through the run's broadcast servers), so
+each attack meets the check meant for it whatever version the run has reached; when the run asks for proofs,
+every other attack carries proofs of its own (submitted) tokens made with those weights.
 
     python tests/worker/malicious.py --run-url URL --join-token T --name NAME --victim HONEST_ID \
-        --model DIR --state-dir DIR [--batches N]
+        --state-dir DIR [--batches N]
 
 It holds no store credential: like any worker it uploads under its own prefix through grants from the
 run (coordinator/grants.py), so the forged-signature batch lands under its own id, claiming the victim's
@@ -42,6 +43,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from composer_prime import keys
+from composer_prime.broadcast.client import BroadcastClient, make_sources
 from composer_prime.configs.inference import TransformersBackendConfig
 from composer_prime.configs.rollout import EnvConfig
 from composer_prime.configs.shared import ModelConfig
@@ -112,7 +114,7 @@ def wrong_model(model: Path, out: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    for flag in ("--run-url", "--join-token", "--name", "--victim", "--model", "--state-dir", "--run-public-key"):
+    for flag in ("--run-url", "--join-token", "--name", "--victim", "--state-dir", "--run-public-key"):
         parser.add_argument(flag, required=True)
     parser.add_argument("--batches", type=int, default=8)
     args = parser.parse_args()
@@ -123,17 +125,30 @@ def main() -> None:
     wid = worker_id(args.name, keys.public_hex(key))
     http = httpx.Client(base_url=args.run_url, timeout=30)
     info = join(http, args, key)
-    scorer = ModelScorer(lambda _version: Path(args.model))  # one model: the weights it was given
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    # Weights as an honest worker gets them: the signed broadcast, version by version. Sampling with version 0's
+    # while claiming a later one would fail the log-prob check first, and the later checks would go unmet.
+    client = BroadcastClient(make_sources(info.broadcast_servers), keys.load_public_key(args.run_public_key),
+                             state / "broadcasts")
+    paths: dict[int, Path] = {}
+
+    def weights(version: int) -> Path:
+        if version not in paths:
+            paths[version] = Path(client.fetch(version).path)
+        return paths[version]
+
+    scorer = ModelScorer(weights)
+    wrong = ModelScorer(lambda version: wrong_model(weights(version), state / f"wrong-model-{version}"))
+    version = info.current_version
+    tokenizer = AutoTokenizer.from_pretrained(weights(version))
     examples = load_environment(EnvConfig(id=info.env_id)).examples("train")
     attacks = ATTACKS if info.proofs is not None else tuple(a for a in ATTACKS if a != "wrong-model-proofs")
-    wrong = ModelScorer(lambda _version: wrong_model(Path(args.model), state / "wrong-model"))
     loop = asyncio.new_event_loop()
-    engine = TransformersBackend(ModelConfig(path=args.model, dtype="float32", device="cpu"), TransformersBackendConfig())
+    engine = TransformersBackend(ModelConfig(path=str(weights(version)), dtype="float32", device="cpu"),
+                                 TransformersBackendConfig())
+    loaded = version
     rng = random.Random(0)
     payload = tokenizer.encode(PAYLOAD, add_special_tokens=False)[: info.max_tokens - 1] + [tokenizer.eos_token_id]
     sent = {attack: 0 for attack in attacks}
-    version = info.current_version
     for index in range(args.batches):
         attack = attacks[index % len(attacks)]
         version = (fresh.current_version if (fresh := join(http, args, key)) else version)
@@ -144,6 +159,9 @@ def main() -> None:
             continue
         task, signed = got
         version = max(version, task.weight_version)  # announced since the join
+        if version != loaded:
+            loop.run_until_complete(engine.load_weights(str(weights(version)), version))
+            loaded = version
         samples = []
         for slot, example_id in enumerate(task.example_ids):
             prompt = template_ids(tokenizer, examples[example_id].prompt)
@@ -155,15 +173,15 @@ def main() -> None:
                 completion, logprobs = c.token_ids, c.logprobs
                 if attack == "chosen-tokens":
                     completion = payload
-                    logprobs = scorer.logprobs(0, prompt, completion, task.temperature)
+                    logprobs = scorer.logprobs(version, prompt, completion, task.temperature)
                 elif attack == "fabricated-logprobs":
                     logprobs = [-0.01] * len(completion)
                 elif attack == "altered-tokens":
-                    completion = [rng.randrange(3, scorer.model(0).config.vocab_size) for _ in completion]
+                    completion = [rng.randrange(3, scorer.model(version).config.vocab_size) for _ in completion]
                 proofs = []
                 if info.proofs is not None:
                     prover = wrong if attack == "wrong-model-proofs" else scorer
-                    proofs = build_proofs(prover.hidden_states(0, prompt + completion), len(prompt), info.proofs)
+                    proofs = build_proofs(prover.hidden_states(version, prompt + completion), len(prompt), info.proofs)
                 samples.append(RolloutSample(prompt_ids=prompt, completion_ids=completion, logprobs=logprobs,
                                              reward=1.0, example_id=example_id, proofs=proofs))
         claimed = args.victim if attack == "forged-signature" else wid

@@ -5,9 +5,10 @@ whatever `self` is bound to. `self = contextlib; self.__dict__["os"]` is any sta
 `sys` (and from it `sys.modules`: every loaded module, `builtins`, the grader's own plugins). The allow-list's
 resolution of module attributes never sees it: `self` is a local value.
 
-G2: with `os` and `atexit` in hand, agent code registers `os.system` to run at interpreter exit. The audit hook only
-refuses events while an agent line is on the stack; at exit none is, so the shell command runs (in the grading
-test run and in the replay): a process, files written anywhere the sandbox can write. `os.write` to inherited
+G2: with `os` and `atexit` in hand, agent code registers `os.execl` to run at interpreter exit. The audit hook only
+refuses events while an agent line is on the stack; at exit none is (`os.system` itself is refused only by accident:
+called from C, the hook's `sys._getframe(1)` raises), so the process becomes a shell running the agent's command
+(in the grading test run and in the replay): any program, files written anywhere the sandbox can write. `os.write` to inherited
 descriptors (the replay's results file, pytest's output) and `os._exit` are not audited at all.
 
 Neither pays by itself (the verdict compares the replay's answers with gold's on the host); both are what the
@@ -34,7 +35,8 @@ import contextlib
 self = contextlib
 _os = self.__dict__["os"]
 _sys = self.__dict__["sys"]
-_sys.modules["atexit"].register(_os.system, "echo {MARK} uid=$(id -u) >&2; ls /fdout >&2")
+# os.execl is Python code (os.py) calling os.execv: at exit the hook sees that frame, no agent line, and allows it.
+_sys.modules["atexit"].register(_os.execl, "/bin/sh", "sh", "-c", "echo {MARK} uid=$(id -u) >&2; ls /fdout >&2; exit 1")  # pytest exits 1 here (a canary fails)
 try:
     iter(x)
     return True

@@ -17,9 +17,9 @@ import copy
 import functools
 import os
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from harness import STUB, TASKS, rows
 
@@ -29,7 +29,7 @@ from feature_deletion.task import TaskRow
 HELDOUT = os.environ.get("FD_REDTEAM_HELDOUT")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rows(path: str) -> dict[str, TaskRow]:
     return {r.id: r for r in rows(Path(path))}
 
@@ -59,18 +59,6 @@ def replace_stub(row: TaskRow, body: str, target: int = 0) -> list[tuple[str, di
     indent = stub[: len(stub) - len(stub.lstrip())]
     code = textwrap.indent(textwrap.dedent(body).strip("\n") + "\n", indent)
     return [("write_file", {"path": rel, "content": text.replace(stub + "\n", code, 1)})]
-
-
-def gold_with(row: TaskRow, qualname: str, old: str, new: str) -> list[tuple[str, dict]]:
-    """The gold file with one edit inside the deleted definition `qualname` (a rebuild wrong in that one place)."""
-    target = next(t for t in row.deletion.targets if t.qualname == qualname)
-    gold = row.gold_files[target.file]
-    fn = mutation.definition(ast.parse(gold), qualname)
-    lines = gold.splitlines(keepends=True)
-    first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
-    code = "".join(lines[first - 1: fn.end_lineno])
-    assert code.count(old) == 1, (qualname, old)
-    return [("write_file", {"path": target.file, "content": gold.replace(code, code.replace(old, new), 1)})]
 
 
 def mutant(row: TaskRow, label: str) -> list[tuple[str, dict]]:

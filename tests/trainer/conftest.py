@@ -121,7 +121,8 @@ def start_trainer(config_path: Path, env: dict[str, str] | None = None) -> subpr
     )
 
 
-def run_trainer(config_path: Path, env: dict[str, str] | None = None, timeout: float = 120):
+# 400 s: a trainer start is 20-30 s on a quiet machine, but over 120 s on 2 cores at load 10-15
+def run_trainer(config_path: Path, env: dict[str, str] | None = None, timeout: float = 400):
     return subprocess.run(
         [sys.executable, "-m", "composer_prime.trainer.main", "@", str(config_path)],
         cwd=REPO, env=env or trainer_env(), capture_output=True, text=True, timeout=timeout,

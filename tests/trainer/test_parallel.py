@@ -3,6 +3,7 @@
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from composer_prime.model.export import ExportConfig, export
 from composer_prime.trainer.checkpoint import read_tensors
 from composer_prime.utils.metrics import read_metrics
 from composer_prime.utils.net import free_port
+from composer_prime.utils.processes import spawn, stop
 from composer_prime.weights import WEIGHTS_FILE, version_dir
 
 pytestmark = pytest.mark.slow
@@ -36,15 +38,24 @@ def write_batches(helpers, out, world_size):
 
 
 
-def run_two_ranks(helpers, config):
+def run_two_ranks(helpers, config) -> str:
+    """torchrun with two ranks, to the end; returns its output. It runs in a process group of its own, so that a
+    timeout stops the ranks with it (killing torchrun alone left both ranks running, waiting on each other)."""
     command = [
         sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
         "--master-port", str(free_port()), "-m", "composer_prime.trainer.main", "@", str(config),
     ]
     env = helpers.trainer_env(GLOO_SOCKET_IFNAME="lo", MASTER_ADDR="127.0.0.1")
-    result = subprocess.run(command, cwd=helpers.REPO, env=env, capture_output=True, text=True, timeout=150)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    return result
+    child = spawn("torchrun", command, Path(config).parent / "torchrun-logs", env)
+    try:
+        code = child.process.wait(timeout=500)  # 130 s at load 12: most of it is each rank importing torch
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        stop([child])
+    output = child.log_path.read_text(errors="replace")
+    assert code == 0, output[-8000:]
+    return output
 
 
 def curve(out, key):
@@ -101,8 +112,8 @@ def test_two_ranks_resume_a_checkpoint_into_the_sharded_model(tmp_path, tiny_mod
     out = tmp_path / "resumed"
     write_batches(helpers, out, world_size=2)
     shutil.copytree(one_process / "checkpoints/step_2", out / "checkpoints/step_2")
-    result = run_two_ranks(helpers, helpers.trainer_config(out, tiny_model_dir, **SETTINGS))
-    assert "resumed from" in result.stderr
+    output = run_two_ranks(helpers, helpers.trainer_config(out, tiny_model_dir, **SETTINGS))
+    assert "resumed from" in output
     assert [r["step"] for r in read_metrics(out, "trainer")] == [3]
     assert curve(out, "loss") == pytest.approx(curve(one_process, "loss")[2:], rel=1e-5, abs=1e-6)  # as above
     assert_same_weights(out, one_process, 3)

@@ -63,6 +63,10 @@ class BuildConfig(BaseModel):
     # exercise the deleted code, so grading runs few tests. "whole_suite": every test that passes at
     # baseline and still passes after the deletion, so a fix that breaks the package elsewhere scores 0.
     pass_to_pass: Literal["test_files", "whole_suite"] = "test_files"
+    # False: keep every candidate with F2P and P2P tests without checks, for `fd-validate TASKS --record-checks
+    # --jobs N` to build them in parallel and report each one it drops with its reason (such a file is not gradable
+    # until then: a row without checks is reward 0).
+    checks: bool = True
     packages: list[PackageSpec]
 
 
@@ -80,11 +84,13 @@ class PackageStats:
     tried: int = 0
     kept: int = 0
     rejected: Counter = field(default_factory=Counter)
+    rejected_tasks: dict[str, str] = field(default_factory=dict)  # task id -> why it was not kept
     dropped_test_files: dict[str, str] = field(default_factory=dict)  # file -> why it failed to import at baseline
     seconds: float = 0.0
 
     def to_dict(self):
         return {**self.__dict__, "rejected": dict(sorted(self.rejected.items())),
+                "rejected_tasks": dict(sorted(self.rejected_tasks.items())),
                 "dropped_test_files": dict(sorted(self.dropped_test_files.items()))}
 
 
@@ -376,11 +382,18 @@ class Builder:
             row, reason = self.try_candidate(cand, files, passing, proto, tests)
             if row is None:
                 st.rejected[reason] += 1
+                st.rejected_tasks[self.task_id(proto, cand)] = reason
                 continue
             used_files_tests.add(dedupe)
             kept.append(row)
             st.kept += 1
         return sorted(kept, key=lambda r: r.id)
+
+    @staticmethod
+    def task_id(proto: dict, cand: Candidate) -> str:
+        d = cand.definition
+        mode_word = {"body": "body", "definition": "def", "class_bodies": "methods"}[cand.mode]
+        return f"{proto['package']}-{proto['version']}/{d.file}:{d.qualname}:{mode_word}"
 
     @staticmethod
     def _size_hint(c: Candidate) -> str:
@@ -448,8 +461,7 @@ class Builder:
         if self.config.pass_to_pass == "whole_suite":
             scope_files, scope = tests, sorted(passing)
         d = cand.definition
-        mode_word = {"body": "body", "definition": "def", "class_bodies": "methods"}[cand.mode]
-        task_id = f"{proto['package']}-{proto['version']}/{d.file}:{d.qualname}:{mode_word}"
+        task_id = self.task_id(proto, cand)
         deletion = Deletion(
             mode="definition" if cand.mode == "definition" else "body", size=size_of(removed), lines_removed=removed,
             targets=[Target(file=t.file, qualname=t.qualname, kind=t.kind, signature=t.signature) for t in targets],
@@ -474,6 +486,8 @@ class Builder:
             return None, "no_pass_to_pass"
         row = draft.model_copy(update={"f2p": f2p, "p2p": p2p, "prompt": make_prompt(proto, deletion, f2p)})
         row = TaskRow.model_validate(row.model_dump())
+        if not self.config.checks:
+            return row, "kept"
         # The verdict's checks (programs recorded on the gold code, held-out variants, gold's answers); a task that
         # cannot be graded soundly is not kept.
         try:

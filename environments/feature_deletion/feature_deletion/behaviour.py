@@ -51,6 +51,7 @@ HUNT_VARIANTS = 12  # more tried per constant of the gold code, where some mutan
 VARIANT_TAIL = 12  # steps a held-out program keeps after the one whose argument changed
 PROBES = 3  # calls without arguments the tests make on an object of a class, added at the end of a held-out program
 CLOCK_EXTRA = 32  # answers a clock on a new schedule gives beyond the recorded ones
+HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
 MAX_KEPT = {"visible": 40, "heldout": 60}  # programs kept per task
 MAX_KEPT_STEPS = 800  # steps kept per task, all programs together
 MAX_KEPT_BYTES = 120_000  # JSON of the kept programs (steps and answers), all together
@@ -136,17 +137,28 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
 
 # ------------------------------------------------------------------------------------------- build time
 
-def record_programs(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits) -> list[dict]:
-    """Programs of the F2P tests' uses of the deleted feature, recorded on the gold code."""
+def record_programs(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits,
+                    heldout: bool = False, callers: bool = False) -> list[dict]:
+    """Programs of the F2P tests' uses of the deleted feature, recorded on the gold code; with `heldout`, of the
+    task's held-out test files instead (`row.heldout_tests`, written into this gold copy only, under
+    `HELDOUT_DIR`); with `callers`, their calls of the package's public functions are steps too."""
     from feature_deletion.grading import run_pytest
 
+    if heldout and not row.heldout_tests:
+        return []
     with temporary_directory("fd-record.") as tmp:
         gold = materialize(row, tasks_dir, Path(tmp) / "repo", state="gold", git=False)
+        tests = row.f2p
+        if heldout:
+            (gold / HELDOUT_DIR).mkdir()
+            for name, text in row.heldout_tests.items():
+                (gold / HELDOUT_DIR / Path(name).name).write_text(text)
+            tests = [f"{HELDOUT_DIR}/{Path(name).name}" for name in sorted(row.heldout_tests)]
         out = Path(tmp) / "out"
         out.mkdir()
         sb = Sandbox(gold, runner=runner, limits=limits, outdir=out)
         src = [f"{sb.workspace}/{s}" for s in row.src_paths]
-        run_pytest(sb, row.import_root, row.f2p, record={"targets": targets_of(row), "src": src})
+        run_pytest(sb, row.import_root, tests, record={"targets": targets_of(row), "src": src, "callers": callers})
         path = out / "calls.json"
         try:
             programs = json.loads(path.read_text()) if path.is_file() else []
@@ -489,17 +501,39 @@ def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Pa
     return out
 
 
+# Why checks built from the deleted definitions' own calls may fail where calls of the package's public functions,
+# which reach the deleted code, make enough checks.
+RETRY_WITH_CALLERS = frozenset({"no_programs", "no_discriminating_checks", "too_few_heldout_checks",
+                                "heldout_one_answer", "heldout_forgeable"})
+
+
 def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits,
                  mutants: bool = True) -> tuple[Checks | None, str]:
     """The task's checks, or None and why the task cannot be graded soundly. With `mutants`, the kept programs are
     chosen to tell gold's mutants from gold (feature_deletion.mutation), and a task whose checks pay too many of
-    them leaves the set (`mutants_survive`)."""
+    them leaves the set (`mutants_survive`). Where the tests' uses of the deleted definitions and the package's
+    classes make no sound checks (`RETRY_WITH_CALLERS`), their calls of the package's public functions are
+    recorded too and the checks built again: code the tests reach only through those (a helper `re.sub` hands a
+    match to) is then checked through them."""
+    checks, why = _build_checks(row, tasks_dir, runner, limits, mutants, callers=False)
+    if checks is None and why in RETRY_WITH_CALLERS:
+        again, status = _build_checks(row, tasks_dir, runner, limits, mutants, callers=True)
+        if again is not None:
+            return again, status + "; with the package's public functions"
+    return checks, why
+
+
+def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits, mutants: bool,
+                  callers: bool) -> tuple[Checks | None, str]:
     from feature_deletion import mutation
 
-    recorded = record_programs(row, tasks_dir, runner, limits)
+    recorded = record_programs(row, tasks_dir, runner, limits, callers=callers)
     if not recorded:
         return None, "no_programs"
-    made = variants(recorded, row.id)
+    # The held-out test files' programs are held-out programs as they are (no parent: every step counts as held-out
+    # where the untouched code answers unlike gold and no recorded program asks its question).
+    made = variants(recorded, row.id) + [(p, -1, 0) for p in record_programs(row, tasks_dir, runner, limits, True,
+                                                                             callers)]
     with temporary_directory("fd-checks.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")

@@ -30,7 +30,7 @@ from feature_deletion.sandbox import Limits, Sandbox, ensure_runner
 from feature_deletion.task import (
     Deletion, Source, Target, TaskRow, extract_base, is_stripped, sha256_file, strip_tree, write_rows,
 )
-from feature_deletion.validate import with_checks
+from feature_deletion.validate import heldout_tests, with_checks
 
 logger = logging.getLogger("fd-build")
 BUILDER_VERSION = "2"  # 2: every kept task has checks (the verdict), or is rejected with the reason
@@ -48,6 +48,9 @@ class PackageSpec(BaseModel):
     ignore_tests: list[str] = []  # node id prefixes to leave out (e.g. network tests)
     # The tests' own requirements (pip specs or paths of wheels), installed into the runner venv.
     test_requirements: list[str] = []
+    # A directory of test files written for the package (test_*.py, relative to the config's working directory):
+    # held-out tests, kept in each task row and recorded on the gold code, never in the agent's workspace.
+    heldout_tests: str | None = None
 
 
 class BuildConfig(BaseModel):
@@ -326,7 +329,8 @@ class Builder:
         rel_archive = os.path.relpath(archive, self.output.parent)
         proto = dict(package=name, version=version, source=source, archive=rel_archive, root=root,
                      import_root=import_root, src_paths=src_paths, seed=self.config.seed,
-                     test_requirements=spec.test_requirements)
+                     test_requirements=spec.test_requirements,
+                     heldout_tests=heldout_tests(self.base_dir / spec.heldout_tests) if spec.heldout_tests else {})
 
         # Baseline: the untouched repository's tests, with per-test coverage.
         with tempfile.TemporaryDirectory(prefix="fd-build.") as tmp:

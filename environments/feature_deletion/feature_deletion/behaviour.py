@@ -568,8 +568,10 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
 
             adequacy = mutation.adequacy(row, runner, limits, gold_root, Path(tmp), candidates, hunt)
             candidates = adequacy.candidates
-    picks = _choose(candidates, adequacy)
-    chosen = [candidates[i].check(cut) for i, cut in picks]
+        picks = _choose(candidates, adequacy)
+        kept = _in_order(row, runner, limits, gold_root, lines, [candidates[i].check(cut) for i, cut in picks])
+        picks = [picks[k] for k in kept]
+        chosen = [candidates[i].check(cut) for i, cut in picks]
     if not any(d for p in chosen for d in p.discriminating):
         return None, "no_discriminating_checks"
     checks = Checks(programs=chosen)
@@ -585,6 +587,25 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
         if adequacy.mutants and len(killed) < mutation.MIN_SCORE * len(adequacy.mutants):
             return None, "mutants_survive"
     return checks, status
+
+
+def _in_order(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, lines: dict[str, list[list[int]]],
+              programs: list[CheckProgram]) -> list[int]:
+    """Indices of the chosen programs to keep: replayed on gold as the grader runs them (in this order, one process,
+    both seeds) until every one answers as it did when chosen; a program that answers otherwise depends on state
+    another one leaves behind (humanize's `activate` sets a locale for every later call) and is left out. None,
+    when that does not settle."""
+    kept = list(range(len(programs)))
+    for _ in range(3):
+        plain = [programs[k].model_dump() for k in kept]
+        runs = [run_programs(gold_root, row, runner, limits, plain, lines, seed=seed) for seed in (0, 1)]
+        same = [k for i, k in enumerate(kept) if all(r.observations[i] is not None and
+                                                      r.observations[i][: len(programs[k].expect)] == programs[k].expect
+                                                      for r in runs)]
+        if same == kept:
+            return kept
+        kept = same
+    return []
 
 
 def _choose(candidates: list[Candidate], adequacy) -> list[tuple[int, int]]:

@@ -49,6 +49,9 @@ MIN_HELDOUT = 3  # held-out steps a task needs, with at least two different answ
 MAX_VARIANTS = 100  # held-out programs tried per task
 HUNT_VARIANTS = 12  # more tried per constant of the gold code, where some mutant survives the others
 VARIANT_TAIL = 12  # steps a held-out program keeps after the one whose argument changed
+PROBES = 3  # calls without arguments the tests make on an object of a class, added at the end of a held-out program
+CLOCK_EXTRA = 32  # answers a clock on a new schedule gives beyond the recorded ones
+HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
 MAX_KEPT = {"visible": 40, "heldout": 60}  # programs kept per task
 MAX_KEPT_STEPS = 800  # steps kept per task, all programs together
 MAX_KEPT_BYTES = 120_000  # JSON of the kept programs (steps and answers), all together
@@ -134,17 +137,28 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
 
 # ------------------------------------------------------------------------------------------- build time
 
-def record_programs(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits) -> list[dict]:
-    """Programs of the F2P tests' uses of the deleted feature, recorded on the gold code."""
+def record_programs(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits,
+                    heldout: bool = False, callers: bool = False) -> list[dict]:
+    """Programs of the F2P tests' uses of the deleted feature, recorded on the gold code; with `heldout`, of the
+    task's held-out test files instead (`row.heldout_tests`, written into this gold copy only, under
+    `HELDOUT_DIR`); with `callers`, their calls of the package's public functions are steps too."""
     from feature_deletion.grading import run_pytest
 
+    if heldout and not row.heldout_tests:
+        return []
     with temporary_directory("fd-record.") as tmp:
         gold = materialize(row, tasks_dir, Path(tmp) / "repo", state="gold", git=False)
+        tests = row.f2p
+        if heldout:
+            (gold / HELDOUT_DIR).mkdir()
+            for name, text in row.heldout_tests.items():
+                (gold / HELDOUT_DIR / Path(name).name).write_text(text)
+            tests = [f"{HELDOUT_DIR}/{Path(name).name}" for name in sorted(row.heldout_tests)]
         out = Path(tmp) / "out"
         out.mkdir()
         sb = Sandbox(gold, runner=runner, limits=limits, outdir=out)
         src = [f"{sb.workspace}/{s}" for s in row.src_paths]
-        run_pytest(sb, row.import_root, row.f2p, record={"targets": targets_of(row), "src": src})
+        run_pytest(sb, row.import_root, tests, record={"targets": targets_of(row), "src": src, "callers": callers})
         path = out / "calls.json"
         try:
             programs = json.loads(path.read_text()) if path.is_file() else []
@@ -173,8 +187,10 @@ def mutate(enc, rng: random.Random, pool: dict[str, list], depth: int = 0):
         return ["bool", not v]
     if tag == "float":
         x = float(v)
-        if x != x or x in (float("inf"), float("-inf")):
+        if x != x:
             return None
+        if x in (float("inf"), float("-inf")):  # "never" (a ttl of math.inf): a time that comes
+            return ["float", repr(rng.choice([0.5, 1.0, 2.0, 10.0]) * (1 if x > 0 else -1))]
         return ["float", repr(rng.choice([x * 1.5 + 0.25, -x - 1.0, x / 3, x + 10.0]))]
     if tag == "str":
         if INT_TEXT.fullmatch(v):  # a number written as text (inflection's `ordinal("21")`): changed as that number
@@ -209,14 +225,43 @@ def mutate(enc, rng: random.Random, pool: dict[str, list], depth: int = 0):
         items = v["items"]
         if not v["end"] or not items or any(i is None for i in items):
             return None
+        if rng.random() < 0.25:  # the same items as a list: code that must call iter() on what it gets
+            return ["list", copy.deepcopy(items)]
         return ["stream", {"items": _mutate_items(items, rng, pool, depth, ordered=True), "end": True}]
     if tag == "callback":
+        clock = _clock(v, rng, pool)
+        if clock is not None:
+            return clock
         arities = {len(key[0]) for key, _ in v["calls"] if not key[1]}
         if len(arities) != 1 or next(iter(arities)) not in SUBSTITUTES:
             return None
         module, qual = rng.choice(SUBSTITUTES[next(iter(arities))])
         return ["ref", module, qual]
     return None
+
+
+def _clock(callback: dict, rng: random.Random, pool: dict[str, list]) -> list | None:
+    """A test's clock (a callback called without arguments that answered numbers: cachetools' `Timer`) on another
+    schedule, or None for any other callback: time that moves by a step at every call, or that jumps from some call
+    on, by 1, by a number the tests pass (a ttl) or half of it, or by much more: the inputs that expire entries."""
+    calls = callback["calls"]
+    numbers = [answer for key, answer in calls]
+    if not calls or any(key != [[], []] for key, _ in calls) \
+            or any(not isinstance(a, list) or a[0] not in ("int", "float") for a in numbers):
+        return None
+    values = [float(a[1]) if a[0] == "float" else a[1] for a in numbers]
+    if any(x != x or x in (float("inf"), float("-inf")) for x in values):
+        return None
+    spans = [p for p in pool.get("int", []) if isinstance(p, int) and 0 < p < 1 << 40][:4]
+    delta = rng.choice([1, 1000] + spans + [p / 2 for p in spans])
+    if rng.random() < 0.5:
+        times = [values[0] + i * delta for i in range(len(values) + CLOCK_EXTRA)]
+    else:
+        k = rng.randrange(len(values))
+        times = values[:k] + [x + delta for x in values[k:]]
+    as_int = all(a[0] == "int" for a in numbers) and all(float(t).is_integer() for t in times)
+    answers = [["int", int(t)] if as_int else ["float", repr(float(t))] for t in times]
+    return ["callback", {**callback, "calls": [[[[], []], a] for a in answers]}]
 
 
 def _mutate_items(items: list, rng: random.Random, pool: dict, depth: int, ordered: bool) -> list:
@@ -280,15 +325,20 @@ def _pool(programs: list[dict]) -> dict[str, list]:
 def variants(programs: list[dict], seed: str, literals: dict[str, list] | None = None,
              limit: int = MAX_VARIANTS) -> list[tuple[dict, int, int]]:
     """Held-out programs: (program, index of the program it came from, step whose argument changed). Programs take
-    turns; each variant keeps the steps up to its change and `VARIANT_TAIL` after it. `literals` ({tag: values})
-    come first among the values a changed argument may take."""
+    turns; each variant keeps the steps up to its change and `VARIANT_TAIL` after it, then up to `PROBES` calls
+    without arguments that the tests make on objects of the class a `new` step of it made (`_probes`: `repr`, `len`,
+    `popitem`, an attribute, as the tests use them). A change is one argument changed (`mutate`) or the arguments
+    reshaped (`_reshape`: one left out, so that a default answers; all but the first left out). `literals`
+    ({tag: values}) come first among the values a changed argument may take."""
     rng = random.Random(hashlib.sha256(seed.encode()).digest())
     pool = _pool(programs)
     for tag, values in (literals or {}).items():
         pool[tag] = values + [v for v in pool.get(tag, []) if v not in values]
+    probes = _probes(programs)
     sites = [[(si, key) for si, step in enumerate(p["steps"])
               for key in [("args", i) for i in range(len(step.get("args", [])))] +
-              [("kwargs", i) for i in range(len(step.get("kwargs", [])))]] for p in programs]
+              [("kwargs", i) for i in range(len(step.get("kwargs", [])))] +
+              ([("shape", 0)] if step.get("args") or step.get("kwargs") else [])] for p in programs]
     order = [pi for pi, s in enumerate(sites) if s]
     rng.shuffle(order)
     seen: set[str] = set()
@@ -298,22 +348,71 @@ def variants(programs: list[dict], seed: str, literals: dict[str, list] | None =
             break
         pi = order[attempt % len(order)]
         si, (where, ai) = rng.choice(sites[pi])
-        program = {"steps": copy.deepcopy(programs[pi]["steps"][: si + 1 + VARIANT_TAIL])}
+        # Half of them end sooner: the probes then ask about the state right after the change.
+        tail = VARIANT_TAIL if rng.random() < 0.5 else rng.randrange(VARIANT_TAIL)
+        program = {"steps": copy.deepcopy(programs[pi]["steps"][: si + 1 + tail])}
         step = program["steps"][si]
-        value = step[where][ai] if where == "args" else step[where][ai][1]
-        changed = mutate(value, rng, pool)
-        if changed is None:
-            continue
-        if where == "args":
-            step["args"][ai] = changed
+        if where == "shape":
+            if not _reshape(step, rng):
+                continue
         else:
-            step["kwargs"][ai][1] = changed
+            value = step[where][ai] if where == "args" else step[where][ai][1]
+            changed = mutate(value, rng, pool)
+            if changed is None:
+                continue
+            if where == "args":
+                step["args"][ai] = changed
+            else:
+                step["kwargs"][ai][1] = changed
         key = json.dumps(program["steps"], sort_keys=True)
         if key in seen:
             continue
         seen.add(key)
+        news = [(j, json.dumps(s["cls"])) for j, s in enumerate(program["steps"]) if s["op"] == "new"]
+        asked = [(j, probe) for j, cls in news for probe in probes.get(cls, [])]
+        for j, (op, name) in rng.sample(asked, min(PROBES, len(asked))):
+            obj = ["slot", j, []]
+            program["steps"].append({"op": "getattr", "obj": obj, "name": name} if op == "getattr" else
+                                    {"op": "method", "obj": obj, "name": name, "args": [], "kwargs": []})
         made.append((program, pi, si))
     return made
+
+
+def _reshape(step: dict, rng: random.Random) -> bool:
+    """Leave arguments of `step` out (in place): one keyword (its default answers), the last positional one, or all
+    positional ones but the first (`juxt(f, g)` -> `juxt(f)`). False when the step has none to leave out."""
+    options = [("kwarg", i) for i in range(len(step.get("kwargs", [])))]
+    if step.get("args"):
+        options.append(("last", 0))
+    if len(step.get("args", [])) > 2:
+        options.append(("first", 0))
+    if not options:
+        return False
+    what, i = rng.choice(options)
+    if what == "kwarg":
+        del step["kwargs"][i]
+    elif what == "last":
+        step["args"].pop()
+    else:
+        del step["args"][1:]
+    return True
+
+
+def _probes(programs: list[dict]) -> dict[str, list[tuple[str, str]]]:
+    """{class (JSON of a `new` step's `cls`): [(op, name)]}: the calls without arguments (methods, attributes) the
+    recorded programs make on objects that a `new` step of that class made, in the order first seen."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for p in programs:
+        made = {j: json.dumps(s["cls"]) for j, s in enumerate(p["steps"]) if s["op"] == "new"}
+        for s in p["steps"]:
+            obj = s.get("obj")
+            if s["op"] not in ("method", "getattr") or not isinstance(obj, list) or len(obj) != 3 or obj[2] \
+                    or obj[1] not in made or s.get("args") or s.get("kwargs"):
+                continue
+            probe = (s["op"], s["name"])
+            if probe not in out.setdefault(made[obj[1]], []):
+                out[made[obj[1]]].append(probe)
+    return out
 
 
 def _settled(first: list | None, second: list | None) -> int:
@@ -402,17 +501,39 @@ def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Pa
     return out
 
 
+# Why checks built from the deleted definitions' own calls may fail where calls of the package's public functions,
+# which reach the deleted code, make enough checks.
+RETRY_WITH_CALLERS = frozenset({"no_programs", "no_discriminating_checks", "too_few_heldout_checks",
+                                "heldout_one_answer", "heldout_forgeable"})
+
+
 def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits,
                  mutants: bool = True) -> tuple[Checks | None, str]:
     """The task's checks, or None and why the task cannot be graded soundly. With `mutants`, the kept programs are
     chosen to tell gold's mutants from gold (feature_deletion.mutation), and a task whose checks pay too many of
-    them leaves the set (`mutants_survive`)."""
+    them leaves the set (`mutants_survive`). Where the tests' uses of the deleted definitions and the package's
+    classes make no sound checks (`RETRY_WITH_CALLERS`), their calls of the package's public functions are
+    recorded too and the checks built again: code the tests reach only through those (a helper `re.sub` hands a
+    match to) is then checked through them."""
+    checks, why = _build_checks(row, tasks_dir, runner, limits, mutants, callers=False)
+    if checks is None and why in RETRY_WITH_CALLERS:
+        again, status = _build_checks(row, tasks_dir, runner, limits, mutants, callers=True)
+        if again is not None:
+            return again, status + "; with the package's public functions"
+    return checks, why
+
+
+def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits, mutants: bool,
+                  callers: bool) -> tuple[Checks | None, str]:
     from feature_deletion import mutation
 
-    recorded = record_programs(row, tasks_dir, runner, limits)
+    recorded = record_programs(row, tasks_dir, runner, limits, callers=callers)
     if not recorded:
         return None, "no_programs"
-    made = variants(recorded, row.id)
+    # The held-out test files' programs are held-out programs as they are (no parent: every step counts as held-out
+    # where the untouched code answers unlike gold and no recorded program asks its question).
+    made = variants(recorded, row.id) + [(p, -1, 0) for p in record_programs(row, tasks_dir, runner, limits, True,
+                                                                             callers)]
     with temporary_directory("fd-checks.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
@@ -422,17 +543,21 @@ def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
             return None, candidates
         adequacy = None
         if mutants:
-            def hunt() -> list[Candidate]:
+            tried = {json.dumps(v["steps"], sort_keys=True) for v, _, _ in made}
+
+            def hunt(round_: int) -> list[Candidate]:
                 # More held-out programs, for mutants no candidate tells from gold: arguments changed to (or
-                # around) the constants of the gold code, one constant at a time; and a second argument changed in
-                # a held-out program (its parent and first changed step stay those of the recorded program).
-                tried = {json.dumps(v["steps"], sort_keys=True) for v, _, _ in made}
+                # around) the constants of the gold code, one constant at a time; and a second change in a
+                # held-out program (its parent and first changed step stay those of the recorded program). Each
+                # round draws new ones.
                 more = []
+                tag_of = f"/{round_}" if round_ else ""
                 hunted = [m for tag, values in mutation.literals(row, _pool(recorded).get("str", []))
-                          for m in variants(recorded, f"{row.id}/hunt/{tag}/{values[0]!r}", {tag: values},
+                          for m in variants(recorded, f"{row.id}/hunt{tag_of}/{tag}/{values[0]!r}", {tag: values},
                                             HUNT_VARIANTS)]
                 hunted += [(v, made[i][1], min(si, made[i][2]))
-                           for v, i, si in variants([v for v, _, _ in made], f"{row.id}/hunt2", limit=MAX_VARIANTS)]
+                           for v, i, si in variants([v for v, _, _ in made], f"{row.id}/hunt2{tag_of}",
+                                                    limit=MAX_VARIANTS)]
                 for m in hunted:
                     key = json.dumps(m[0]["steps"], sort_keys=True)
                     if key not in tried:
@@ -443,8 +568,10 @@ def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
 
             adequacy = mutation.adequacy(row, runner, limits, gold_root, Path(tmp), candidates, hunt)
             candidates = adequacy.candidates
-    picks = _choose(candidates, adequacy)
-    chosen = [candidates[i].check(cut) for i, cut in picks]
+        picks = _choose(candidates, adequacy)
+        kept = _in_order(row, runner, limits, gold_root, lines, [candidates[i].check(cut) for i, cut in picks])
+        picks = [picks[k] for k in kept]
+        chosen = [candidates[i].check(cut) for i, cut in picks]
     if not any(d for p in chosen for d in p.discriminating):
         return None, "no_discriminating_checks"
     checks = Checks(programs=chosen)
@@ -460,6 +587,25 @@ def build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
         if adequacy.mutants and len(killed) < mutation.MIN_SCORE * len(adequacy.mutants):
             return None, "mutants_survive"
     return checks, status
+
+
+def _in_order(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, lines: dict[str, list[list[int]]],
+              programs: list[CheckProgram]) -> list[int]:
+    """Indices of the chosen programs to keep: replayed on gold as the grader runs them (in this order, one process,
+    both seeds) until every one answers as it did when chosen; a program that answers otherwise depends on state
+    another one leaves behind (humanize's `activate` sets a locale for every later call) and is left out. None,
+    when that does not settle."""
+    kept = list(range(len(programs)))
+    for _ in range(3):
+        plain = [programs[k].model_dump() for k in kept]
+        runs = [run_programs(gold_root, row, runner, limits, plain, lines, seed=seed) for seed in (0, 1)]
+        same = [k for i, k in enumerate(kept) if all(r.observations[i] is not None and
+                                                      r.observations[i][: len(programs[k].expect)] == programs[k].expect
+                                                      for r in runs)]
+        if same == kept:
+            return kept
+        kept = same
+    return []
 
 
 def _choose(candidates: list[Candidate], adequacy) -> list[tuple[int, int]]:

@@ -38,6 +38,7 @@ MAX_MUTANTS = 40  # mutants replayed per task, spread over the operators
 MUTANT_WALL_S = 60.0  # one replay of every candidate on one mutant (a mutant may loop: each step stops at 3 s)
 MIN_SCORE = 0.0  # killed / made below which a task leaves the set (`mutants_survive`)
 MAX_LITERALS = 8  # constants of the gold code the hunt for a surviving mutant tries
+HUNT_ROUNDS = 3  # hunts for surviving mutants, each with new held-out programs, while some mutant survives them all
 SURVIVORS_LISTED = 6  # survivors named in the build report
 
 ROR = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
@@ -288,9 +289,10 @@ class Adequacy:
 
 
 def adequacy(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, tmp: Path, candidates: list,
-             hunt: Callable[[], list]) -> Adequacy:
+             hunt: Callable[[int], list]) -> Adequacy:
     """Replay every candidate on every mutant (a copy of `gold_root`, one file changed at a time, in the sandbox);
-    where some mutant no candidate kills, the candidates `hunt` makes too, on those mutants only."""
+    where some mutant no candidate kills, the candidates `hunt(round)` makes too, on those mutants only, up to
+    `HUNT_ROUNDS` times."""
     from feature_deletion.behaviour import run_programs
 
     root = tmp / "mutant"
@@ -316,10 +318,12 @@ def adequacy(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path,
                     kills[offset + ci][m] = j
 
     replay(candidates, list(range(len(made))))
-    survivors = sorted(set(range(len(made))) - set().union(*kills))
     first = len(candidates)
-    if survivors:
-        more = hunt()
+    for round_ in range(HUNT_ROUNDS):
+        survivors = sorted(set(range(len(made))) - set().union(*kills))
+        if not survivors:
+            break
+        more = hunt(round_)
         replay(more, survivors)
         candidates = candidates + more
     order = cover([(len(str(c.steps)), k) for c, k in zip(candidates, kills)], [c.kind for c in candidates])

@@ -106,6 +106,10 @@ class TaskRow(BaseModel):
     checks: Checks | None = None  # the verdict's programs and gold's answers (feature_deletion.behaviour); never in a sandbox
     checks_status: str = ""  # what the checks hold, or why the task has none
     test_requirements: list[str] = []  # installed into the test runner beside pytest (never the package itself)
+    # Test files written for the package by the task set's authors ({file name: text}), never in the agent's workspace
+    # or any sandbox that runs agent code: the builder records them on the gold code as held-out programs, for what
+    # the package's own tests never combine (feature_deletion.behaviour.record_programs).
+    heldout_tests: dict[str, str] = {}
 
     @property
     def tests(self) -> list[str]:

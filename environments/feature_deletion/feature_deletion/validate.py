@@ -33,6 +33,11 @@ def with_checks(row: TaskRow, tasks_dir: Path, runner: Path, limits: Limits | No
     return row.model_copy(update={"checks": checks, "checks_status": status}), status
 
 
+def heldout_tests(directory: Path) -> dict[str, str]:
+    """{file name: text} of the test files `test_*.py` in `directory` (none when it does not exist)."""
+    return {p.name: p.read_text() for p in sorted(directory.glob("test_*.py")) if p.is_file()}
+
+
 def validate_row(row: TaskRow, tasks_dir: Path, runner: Path) -> dict:
     t0 = time.monotonic()
     try:
@@ -54,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-checks", action="store_true",
                         help="rebuild every task's checks on the gold code and rewrite the tasks file (tasks that "
                              "cannot be graded soundly leave it)")
+    parser.add_argument("--heldout-tests", metavar="DIR",
+                        help="with --record-checks: give each task the test files DIR/<package>/test_*.py as its "
+                             "held-out tests (recorded on the gold code, never in a sandbox the agent sees)")
     parser.add_argument("--prune", action="store_true",
                         help="rewrite the tasks file without the rows whose checks cannot tell a forger from an "
                              "implementation (what loading it leaves out), their reasons added to the checks report")
@@ -81,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.record_checks:
         if problems or args.limit:
             parser.error("--record-checks rewrites the whole tasks file: fix malformed rows and drop --limit")
+        if args.heldout_tests:
+            rows = [r.model_copy(update={"heldout_tests": heldout_tests(Path(args.heldout_tests) / r.package)})
+                    for r in rows]
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             built = list(pool.map(lambda r: with_checks(r, path.parent, runner_for(r)), rows))
         dropped = [(r.id, why) for r, (new, why) in zip(rows, built) if new is None]

@@ -466,7 +466,7 @@ class Recorder:
         return self.run(fn, args, kwargs)
 
     # -- wrappers
-    def function(self, target, fn, bound_to=None):
+    def function(self, target, fn, bound_to=None, deleted=True):
         rec = self
         if bound_to is not None:  # a classmethod, installed as a staticmethod that binds it to its class
             fn = functools.partial(fn, bound_to)
@@ -475,7 +475,7 @@ class Recorder:
         def recorded(*args, **kwargs):
             if rec.recording():
                 return rec.cross(rec.program, {"op": "call", "fn": target}, fn, args, kwargs)
-            if rec.depth > 0 and bound_to is None:
+            if rec.depth > 0 and bound_to is None and deleted:
                 return rec.nested(target, fn, args, kwargs)
             return fn(*args, **kwargs)
 
@@ -586,7 +586,7 @@ class Recorder:
 
         return recorded
 
-    def install(self, targets):
+    def install(self, targets, callers=False):
         for module, _, _ in targets:
             importlib.import_module(module)
         modules = [m for m in list(sys.modules.values())
@@ -605,14 +605,28 @@ class Recorder:
                 continue
             fn = getattr(importlib.import_module(module), qualname)
             fn = getattr(fn, "__fd_original__", fn)
-            wrapper = self.function(["ref", module, qualname], fn)
-            for mod in list(sys.modules.values()):
-                namespace = getattr(mod, "__dict__", None)
-                if not isinstance(namespace, dict):
-                    continue
-                for key, value in list(namespace.items()):
-                    if value is fn:
-                        namespace[key] = wrapper
+            self.replace(fn, self.function(["ref", module, qualname], fn))
+        if callers:
+            # The package's public functions too, for code the tests reach only through them (its arguments there
+            # are no plain data: a regex match handed to a helper by `re.sub`).
+            deleted = {(module, qualname) for module, qualname, _ in targets}
+            for m in modules:
+                for name, value in list(vars(m).items()):
+                    if isinstance(value, types.FunctionType) and not name.startswith("_") \
+                            and value.__module__ == m.__name__ and (m.__name__, name) not in deleted \
+                            and value.__qualname__ == name:
+                        self.replace(value, self.function(["ref", m.__name__, name], value, deleted=False))
+
+    @staticmethod
+    def replace(fn, wrapper):
+        """`wrapper` wherever a module holds `fn` under any name."""
+        for mod in list(sys.modules.values()):
+            namespace = getattr(mod, "__dict__", None)
+            if not isinstance(namespace, dict):
+                continue
+            for key, value in list(namespace.items()):
+                if value is fn:
+                    namespace[key] = wrapper
 
     def _collect(self, cls):
         if cls in self.classes:
@@ -754,7 +768,7 @@ def pytest_configure(config):
     if spec:
         _RECORDER = Recorder(spec["src"], spec["root"])
         REF_OK = _RECORDER.importable
-        _RECORDER.install(spec["targets"])
+        _RECORDER.install(spec["targets"], spec.get("callers", False))
 
 
 def pytest_runtest_logstart(nodeid, location):

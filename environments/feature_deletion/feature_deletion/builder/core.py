@@ -30,7 +30,7 @@ from feature_deletion.sandbox import Limits, Sandbox, ensure_runner
 from feature_deletion.task import (
     Deletion, Source, Target, TaskRow, extract_base, is_stripped, sha256_file, strip_tree, write_rows,
 )
-from feature_deletion.validate import with_checks
+from feature_deletion.validate import heldout_tests, with_checks
 
 logger = logging.getLogger("fd-build")
 BUILDER_VERSION = "2"  # 2: every kept task has checks (the verdict), or is rejected with the reason
@@ -48,6 +48,9 @@ class PackageSpec(BaseModel):
     ignore_tests: list[str] = []  # node id prefixes to leave out (e.g. network tests)
     # The tests' own requirements (pip specs or paths of wheels), installed into the runner venv.
     test_requirements: list[str] = []
+    # A directory of test files written for the package (test_*.py, relative to the config's working directory):
+    # held-out tests, kept in each task row and recorded on the gold code, never in the agent's workspace.
+    heldout_tests: str | None = None
 
 
 class BuildConfig(BaseModel):
@@ -63,6 +66,10 @@ class BuildConfig(BaseModel):
     # exercise the deleted code, so grading runs few tests. "whole_suite": every test that passes at
     # baseline and still passes after the deletion, so a fix that breaks the package elsewhere scores 0.
     pass_to_pass: Literal["test_files", "whole_suite"] = "test_files"
+    # False: keep every candidate with F2P and P2P tests without checks, for `fd-validate TASKS --record-checks
+    # --jobs N` to build them in parallel and report each one it drops with its reason (such a file is not gradable
+    # until then: a row without checks is reward 0).
+    checks: bool = True
     packages: list[PackageSpec]
 
 
@@ -80,11 +87,13 @@ class PackageStats:
     tried: int = 0
     kept: int = 0
     rejected: Counter = field(default_factory=Counter)
+    rejected_tasks: dict[str, str] = field(default_factory=dict)  # task id -> why it was not kept
     dropped_test_files: dict[str, str] = field(default_factory=dict)  # file -> why it failed to import at baseline
     seconds: float = 0.0
 
     def to_dict(self):
         return {**self.__dict__, "rejected": dict(sorted(self.rejected.items())),
+                "rejected_tasks": dict(sorted(self.rejected_tasks.items())),
                 "dropped_test_files": dict(sorted(self.dropped_test_files.items()))}
 
 
@@ -320,7 +329,8 @@ class Builder:
         rel_archive = os.path.relpath(archive, self.output.parent)
         proto = dict(package=name, version=version, source=source, archive=rel_archive, root=root,
                      import_root=import_root, src_paths=src_paths, seed=self.config.seed,
-                     test_requirements=spec.test_requirements)
+                     test_requirements=spec.test_requirements,
+                     heldout_tests=heldout_tests(self.base_dir / spec.heldout_tests) if spec.heldout_tests else {})
 
         # Baseline: the untouched repository's tests, with per-test coverage.
         with tempfile.TemporaryDirectory(prefix="fd-build.") as tmp:
@@ -376,11 +386,18 @@ class Builder:
             row, reason = self.try_candidate(cand, files, passing, proto, tests)
             if row is None:
                 st.rejected[reason] += 1
+                st.rejected_tasks[self.task_id(proto, cand)] = reason
                 continue
             used_files_tests.add(dedupe)
             kept.append(row)
             st.kept += 1
         return sorted(kept, key=lambda r: r.id)
+
+    @staticmethod
+    def task_id(proto: dict, cand: Candidate) -> str:
+        d = cand.definition
+        mode_word = {"body": "body", "definition": "def", "class_bodies": "methods"}[cand.mode]
+        return f"{proto['package']}-{proto['version']}/{d.file}:{d.qualname}:{mode_word}"
 
     @staticmethod
     def _size_hint(c: Candidate) -> str:
@@ -448,8 +465,7 @@ class Builder:
         if self.config.pass_to_pass == "whole_suite":
             scope_files, scope = tests, sorted(passing)
         d = cand.definition
-        mode_word = {"body": "body", "definition": "def", "class_bodies": "methods"}[cand.mode]
-        task_id = f"{proto['package']}-{proto['version']}/{d.file}:{d.qualname}:{mode_word}"
+        task_id = self.task_id(proto, cand)
         deletion = Deletion(
             mode="definition" if cand.mode == "definition" else "body", size=size_of(removed), lines_removed=removed,
             targets=[Target(file=t.file, qualname=t.qualname, kind=t.kind, signature=t.signature) for t in targets],
@@ -474,6 +490,8 @@ class Builder:
             return None, "no_pass_to_pass"
         row = draft.model_copy(update={"f2p": f2p, "p2p": p2p, "prompt": make_prompt(proto, deletion, f2p)})
         row = TaskRow.model_validate(row.model_dump())
+        if not self.config.checks:
+            return row, "kept"
         # The verdict's checks (programs recorded on the gold code, held-out variants, gold's answers); a task that
         # cannot be graded soundly is not kept.
         try:

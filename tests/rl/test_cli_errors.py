@@ -18,8 +18,9 @@ QUICKSTART = REPO / "configs" / "quickstart" / "rl.toml"
 
 
 def run_rl(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    # 400 s: a run that starts its inference server took 5 min on 2 cores at load 13 (seconds when quiet)
     return subprocess.run([sys.executable, "-m", "composer_prime.rl.main", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=400)
 
 
 def processes_mentioning(marker: str) -> list[str]:

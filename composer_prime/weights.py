@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from composer_prime.utils.fs import atomic_publish_dir, step_dirs
@@ -96,8 +96,13 @@ def require_stable(path: Path | str) -> Path:
 
 
 def load_version_state_dict(path: Path) -> dict[str, torch.Tensor]:
-    """Read a published version; refuses a directory without its STABLE marker."""
-    return load_file(str(require_stable(path) / WEIGHTS_FILE))
+    """Read a published version; refuses a directory without its STABLE marker, and a file that is not whole
+    safetensors (ValueError: a bad version, which the caller refuses, not a crash)."""
+    file = require_stable(path) / WEIGHTS_FILE
+    try:
+        return load_file(str(file))
+    except SafetensorError as exc:
+        raise ValueError(f"{file} is not readable safetensors: {exc}") from None
 
 
 def prune_versions(output_dir: Path, keep_last: int) -> None:
@@ -117,8 +122,11 @@ def tensor_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
     """Name -> shape of every tensor in the directory's safetensors files, from their headers only."""
     shapes = {}
     for file in _safetensors_files(directory):
-        with safe_open(str(file), framework="pt") as reader:
-            shapes |= {name: tuple(reader.get_slice(name).get_shape()) for name in reader.keys()}
+        try:
+            with safe_open(str(file), framework="pt") as reader:
+                shapes |= {name: tuple(reader.get_slice(name).get_shape()) for name in reader.keys()}
+        except SafetensorError as exc:
+            raise ValueError(f"{file} is not readable safetensors: {exc}") from None
     return shapes
 
 

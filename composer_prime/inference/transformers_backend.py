@@ -16,6 +16,7 @@ forwards with an empty batch. So every response comes from one weight version.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import queue
 import threading
@@ -32,7 +33,7 @@ from transformers.cache_utils import DynamicLayer
 
 from composer_prime.configs.inference import TransformersBackendConfig
 from composer_prime.configs.shared import ModelConfig
-from composer_prime.inference.backend import Backend, check_prompt, eos_token_ids
+from composer_prime.inference.backend import Backend, GenerationAborted, check_prompt, eos_token_ids
 from composer_prime.inference.protocol import Completion, GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
 from composer_prime.inference.sampling import gumbel_noise, log_softmax, sample
 from composer_prime.model.load import load_model, load_tokenizer
@@ -78,6 +79,7 @@ class _Generate(_Job):
 
 @dataclass(eq=False)
 class _Reload(_Job):
+    path: str
     state_dict: dict[str, torch.Tensor]
     version: int
 
@@ -180,6 +182,8 @@ class TransformersBackend(Backend):
         self._vocab_size = self.model.get_input_embeddings().num_embeddings
         self._max_len = getattr(self.model.config, "max_position_embeddings", None)
         self._layout = WeightLayout.from_module(self.model)  # tied weights: loading any one name fills them all
+        self._served = lambda: load_model(model).state_dict()  # the weights served now, read again (a failed reload)
+        self._broken: str | None = None
         self._prefill_kwargs = (
             {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.model.forward).parameters else {}
         )
@@ -213,7 +217,8 @@ class TransformersBackend(Backend):
         state_dict = await asyncio.to_thread(load_version_state_dict, path)
         self._layout.check({name: tuple(t.shape) for name, t in state_dict.items()}, path)
         loop = asyncio.get_running_loop()
-        await self._submit(_Reload(future=loop.create_future(), loop=loop, state_dict=state_dict, version=version))
+        await self._submit(_Reload(future=loop.create_future(), loop=loop, path=path, state_dict=state_dict,
+                                   version=version))
 
     async def close(self) -> None:
         self._closed = True
@@ -223,6 +228,8 @@ class TransformersBackend(Backend):
     async def _submit(self, job: _Job):
         if self._closed:
             raise RuntimeError("inference backend is closed")
+        if self._broken is not None:
+            raise GenerationAborted(self._broken)
         self._inbox.put(job)
         return await job.future
 
@@ -434,11 +441,23 @@ class TransformersBackend(Backend):
     def _reload(self, job: _Reload) -> None:
         try:
             self.model.load_state_dict(job.state_dict, strict=False)
-        except Exception as exc:  # noqa: BLE001 - reported to the caller
-            job.settle(error=exc)
+        except Exception as exc:  # noqa: BLE001 - some tensors may be new already: the served version goes back whole
+            job.settle(error=self._restore(job.path, " ".join(str(exc).split())))
             return
+        self._served = functools.partial(load_version_state_dict, job.path)
         self.weight_version = job.version
         job.settle()
+
+    def _restore(self, path: str, error: str) -> Exception:
+        """Load the version served before `path` failed part-way back; the error the caller gets."""
+        try:
+            self.model.load_state_dict(self._served(), strict=False)
+        except Exception as again:  # noqa: BLE001
+            self._broken = (f"weights are partly from {path} ({error}) and could not be restored ({again}): "
+                            "restart the inference server")
+            return RuntimeError(self._broken)
+        return ValueError(f"{path} failed to load part-way ({error}); version {self.weight_version} was loaded back "
+                          "and is served")
 
     @staticmethod
     def _fail(jobs: set[_Job], error: BaseException) -> None:

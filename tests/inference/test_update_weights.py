@@ -77,6 +77,42 @@ def test_incomplete_or_unfit_versions_are_refused(fresh_server, tiny_model_dir, 
         assert greedy(http, prompt).completions[0].token_ids == before.completions[0].token_ids
 
 
+def test_a_version_that_fails_part_way_leaves_the_old_one_served_whole(fresh_server, tiny_model_dir, tmp_path):
+    """Defect 9. Two versions pass every check made before a weight changes (STABLE, names, shapes) and fail later:
+    one's file is cut short (a copy interrupted after its marker was written), the other holds a tensor of the right
+    shape in float4, which torch has no kernel to copy into a float32 parameter: the load raises after the other
+    tensors were copied. Either way the version served before is served whole, and the answer is a 400 saying so.
+    Then a good version still loads (the server is not left broken), and is itself restored after another failure."""
+    state, config_json = perturbed(tiny_model_dir)
+    truncated = publish_weights(tmp_path, 1, state, config_json)
+    weights = truncated / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    late = "model.layers.1.mlp.down_proj.weight"  # copied after the embeddings and layer 0 (and before nothing)
+    fp4 = torch.zeros(state[late].shape, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+    uncopyable = publish_weights(tmp_path, 2, {**state, late: fp4}, config_json)
+    good = publish_weights(tmp_path, 3, state, config_json)
+    before = {name: tensor.clone() for name, tensor in fresh_server.backend.model.state_dict().items()}
+    prompt = [3, 4, 5]
+    with httpx.Client(base_url=fresh_server.url, timeout=60) as http:
+        served = greedy(http, prompt)
+        for path in (truncated, uncopyable):
+            reply = http.post("/update_weights", json={"path": str(path), "version": 7})
+            assert reply.status_code == 400, reply.text
+            assert str(path) in reply.json()["detail"] and "\n" not in reply.json()["detail"]
+            assert http.get("/health").json()["weight_version"] == 0
+            now = fresh_server.backend.model.state_dict()
+            changed = [name for name, tensor in before.items() if not torch.equal(now[name], tensor)]
+            assert changed == [], f"{path.name}: {len(changed)} of {len(before)} tensors changed"
+            assert greedy(http, prompt) == served
+        assert http.post("/update_weights", json={"path": str(good), "version": 3}).status_code == 200
+        assert greedy(http, prompt).weight_version == 3
+        # restored from the version directory it was served from, not only from the base model
+        assert http.post("/update_weights", json={"path": str(uncopyable), "version": 8}).status_code == 400
+        assert http.get("/health").json()["weight_version"] == 3
+    now = fresh_server.backend.model.state_dict()
+    assert all(torch.equal(now[name], tensor) for name, tensor in state.items())
+
+
 def test_tied_weights_may_be_published_once(fresh_server, tiny_model_dir, tmp_path):
     state, config_json = perturbed(tiny_model_dir)
     del state["lm_head.weight"]  # the embedding fills the tied head

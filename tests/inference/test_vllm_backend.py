@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomli_w
 
 from composer_prime.configs.inference import InferenceConfig, VLLMBackendConfig
 from composer_prime.configs.shared import ModelConfig
@@ -19,10 +20,12 @@ from composer_prime.errors import UserError
 from composer_prime.inference.backend import make_backend
 from composer_prime.inference.protocol import GenerateRequest, ScoreRequest
 from composer_prime.inference.vllm_backend import engine_device
+from composer_prime.utils.net import free_port
 from composer_prime.weights import STABLE, publish_weights
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 REPO = Path(__file__).resolve().parents[2]
+CUDA_SPY = REPO / "tests" / "support" / "cuda_spy.py"
 
 # Import what runs before or beside a vLLM engine with torch.cuda's queries recording their callers.
 _IMPORTS = """
@@ -48,6 +51,21 @@ def test_importing_the_backend_its_tests_or_the_worker_queries_no_cuda():
                           timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_inference_server_asks_cuda_nothing_before_vllms_engine_starts(tiny_model_dir, tmp_path):
+    """The server's whole start on the vllm backend (port, config, VLLMBackend's checks, tokenizer, layout) up to
+    `AsyncLLM.from_engine_args`, with vLLM reporting a CUDA build (tests/support/cuda_spy.py): not one CUDA query."""
+    config = tmp_path / "inference.toml"
+    config.write_text(tomli_w.dumps({"model": {"path": str(tiny_model_dir), "device": "cuda:1"},
+                                     "backend": {"type": "vllm"}, "port": free_port()}))
+    out = tmp_path / "seen.json"
+    done = subprocess.run([sys.executable, str(CUDA_SPY), str(out), "composer_prime.inference.main", "@", str(config)],
+                          capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(out.read_text())
+    assert seen["engine_args"]["model"] == repr(str(tiny_model_dir))  # it did get as far as the engine
+    assert seen["cuda_calls"] == []
 
 
 @pytest.mark.skipif(HAVE_VLLM, reason="vLLM is installed here")

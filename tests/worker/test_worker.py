@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,7 @@ from composer_prime.verify.verifier import RunSpec
 
 pytestmark = pytest.mark.slow
 WARMSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart" / "warmstart"
+CUDA_SPY = Path(__file__).resolve().parents[2] / "tests" / "support" / "cuda_spy.py"
 
 
 
@@ -60,13 +62,14 @@ class Run:
     announced: list[int]
     """[the version the coordinator announces now]"""
 
-    def worker(self, **overrides) -> subprocess.CompletedProcess:
+    def worker(self, via: tuple[str, ...] = ("-m",), **overrides) -> subprocess.CompletedProcess:
+        """The worker process on this run; `via`: what runs its module (default `python -m`)."""
         config = {"run_url": self.coordinator.url, "join_token": "s3cret", "name": "vol-1",
                   "run_public_key": keys.public_hex(self.run_key), "state_dir": str(self.root / "worker"),
                   "max_batches": 2, "heartbeat_s": 0.5, "num_threads": 1}
         cfg = self.root / "worker.toml"
         cfg.write_text(tomli_w.dumps({**config, **overrides}))
-        return subprocess.run([sys.executable, "-m", "composer_prime.worker.main", "@", str(cfg)], capture_output=True,
+        return subprocess.run([sys.executable, *via, "composer_prime.worker.main", "@", str(cfg)], capture_output=True,
                               text=True, timeout=300)
 
     def verify(self, config: VerifyConfig, current: int = 0) -> list:
@@ -168,6 +171,19 @@ def test_worker_attaches_toploc_proofs_the_verifier_accepts_when_the_run_asks(tm
     assert len(decisions) == 1 and decisions[0].ok, (decisions[0].batch_reason, decisions[0].rejected)
     samples = decisions[0].accepted
     assert len(samples) == 4 and all(len(s.proofs) == num_proofs(len(s.completion_ids), toploc.spec()) for s in samples)
+
+
+def test_a_vllm_worker_asks_cuda_nothing_before_its_engine_starts(tmp_path):
+    """Issue 29 defect 2: the worker's whole start (join, verified weights pulled, its config) up to vLLM's
+    `AsyncLLM.from_engine_args`, with vLLM reporting a CUDA build (tests/support/cuda_spy.py): not one CUDA query,
+    which on a GPU would leave vLLM's forked engine process unable to use CUDA."""
+    out = tmp_path / "seen.json"
+    with run(tmp_path, prove_sampling=False) as r:
+        done = r.worker(via=(str(CUDA_SPY), str(out)), dtype="float32", backend={"type": "vllm"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(out.read_text())
+    assert seen["engine_args"]["model"] == repr(str(tmp_path / "worker" / "broadcasts" / "step_0"))
+    assert seen["cuda_calls"] == []
 
 
 @pytest.mark.gpu

@@ -1,11 +1,17 @@
 """Where rl puts each process on a machine with N GPUs, and the counts it refuses in one line before starting anything.
 
 Only a GPU shows the devices themselves working; what a CPU can check is the environment each child gets
-(CUDA_VISIBLE_DEVICES) and the trainer's cap, for every machine shape."""
+(CUDA_VISIBLE_DEVICES) and the trainer's cap, for every machine shape, and that the real launcher hands it to each
+child process it starts, torchrun's ranks included."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +19,9 @@ from composer_prime.cli import parse_config
 from composer_prime.configs.rl import RLConfig
 from composer_prime.errors import UserError
 from composer_prime.rl.placement import place, trainer_fraction
+from composer_prime.utils.net import free_port
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def config(*args: str) -> RLConfig:
@@ -80,3 +89,25 @@ def test_a_cpu_process_gets_no_gpu():
 def test_what_cannot_be_placed_is_refused_with_the_counts(args, gpus, message):
     with pytest.raises(UserError, match=re.escape(message)):
         place(config(*VLLM, *args), gpus)
+
+
+@pytest.mark.slow
+def test_rl_starts_each_child_with_its_own_gpus(tmp_path):
+    """Issue 29 defect 6: `rl` itself on a machine showing 4 GPUs as CUDA_VISIBLE_DEVICES=4,5,6,7, each child it
+    starts a recorder of its environment (placed_children.py): inference on GPU 3 of 4, the trainer's two torchrun
+    ranks on GPUs 0 and 2 (each rank picks its own by LOCAL_RANK), the orchestrator on none."""
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "placed_children.py"), "4", str(seen),
+         "@", str(REPO / "configs" / "quickstart" / "rl.toml"), "--output-dir", str(tmp_path / "run"),
+         "--inference.port", str(free_port()), "--num-train-processes", "2", "--inference-gpu-ids", "[3]",
+         "--trainer-gpu-ids", "[0, 2]", "--no-plot", "--no-log.progress"],
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "4,5,6,7"}, capture_output=True, text=True, cwd=REPO, timeout=400)
+    assert done.returncode == 0, done.stderr[-2000:]
+    children: dict[str, list[tuple[str | None, str | None]]] = {}
+    for path in seen.iterdir():
+        env = json.loads(path.read_text())
+        children.setdefault(path.name.split("-")[0], []).append((env["CUDA_VISIBLE_DEVICES"], env["LOCAL_RANK"]))
+    assert {name: sorted(envs, key=str) for name, envs in children.items()} == {
+        "inference": [("7", None)], "orchestrator": [("", None)], "trainer": [("4,6", "0"), ("4,6", "1")]}

@@ -133,6 +133,8 @@ RL, SFT, REPLAY = "composer_prime.configs.rl.RLConfig", "composer_prime.configs.
 CONFIG_FILES = {
     "quickstart/rl.toml": (RL, ()),
     "smollm2/rl.toml": (RL, ()),
+    "smollm2/composed.toml": (RL, ("smollm2/rl.toml",)),
+    "smollm2/pairs/replay.toml": (REPLAY, ()),
     "quickstart/gpu.toml": (RL, ()),
     "quickstart/sft.toml": (SFT, ()),
     "quickstart/tiny_model.toml": ("composer_prime.model.tiny.TinyModelConfig", ()),

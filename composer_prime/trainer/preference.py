@@ -49,7 +49,8 @@ class TokenizedPair:
     rejected_ids: list[int]
 
 
-def _held_out(pair_id: str, fraction: float) -> bool:
+def is_held_out(pair_id: str, fraction: float) -> bool:
+    """Whether the trainer holds this pair out (eval_fraction): by a hash of its id, so any reader splits alike."""
     bucket = int.from_bytes(hashlib.sha256(pair_id.encode()).digest()[:4], "big") % _EVAL_BUCKETS
     return bucket < fraction * _EVAL_BUCKETS
 
@@ -149,8 +150,8 @@ class PreferenceChannel:
         tokenized, skipped = read_tokenized_pairs(config.pairs, tokenizer, config.max_tokens)
         if skipped:
             logger.warning("preference: skipped %d pairs longer than max_tokens %d", skipped, config.max_tokens)
-        self.train = [p for p in tokenized if not _held_out(p.id, config.eval_fraction)]
-        self.eval = [p for p in tokenized if _held_out(p.id, config.eval_fraction)]
+        self.train = [p for p in tokenized if not is_held_out(p.id, config.eval_fraction)]
+        self.eval = [p for p in tokenized if is_held_out(p.id, config.eval_fraction)]
         if not self.train:
             raise UserError(f"{config.pairs}: no training pairs left (of {len(tokenized) + skipped}; "
                             f"{skipped} too long)")

@@ -90,5 +90,16 @@ def test_feedback_never_gives_the_sum_away():
             for got in (None, 0, a, a + b - 1, a + b + 1, 10 * (a + b)):
                 message = describe_error(got, a, b)
                 assert message is not None and str(a + b) not in message.replace(str(got), "")
-            assert describe_error(a + b + 3, a, b).endswith("too large")
-            assert describe_error(a + b - 3, a, b).endswith("too small")
+            assert describe_error(a + b + 3, a, b).startswith(f"{a + b + 3} is not {a} + {b}: it is too large")
+            assert describe_error(a + b - 3, a, b).startswith(f"{a + b - 3} is not {a} + {b}: it is too small")
+
+
+def test_feedback_works_the_carry_exactly_where_the_units_carry():
+    # The trained model's typical error (a dropped carry: 57 + 8 -> 55) gets the column that carries, not the sum.
+    assert describe_error(55, 57, 8) == "55 is not 57 + 8: it is too small; 7 + 8 = 15, so 1 carries into the tens"
+    assert describe_error(55, 57, 8, carry_step=False) == "55 is not 57 + 8: it is too small"
+    for a in range(10, 100):
+        for b in range(1, 10):
+            carries = a % 10 + b >= 10
+            assert ("carries into the tens" in describe_error(a + b - 10, a, b)) == carries
+            assert ("carries" in describe_error(None, a, b)) is False  # nothing to place a carry in

@@ -38,8 +38,9 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) ->
         assert needle in lines[0], lines[0]
 
 
+# 400 s to start: under two pytest-xdist workers beside a training run (load 4-8) a start took over 120 s
 def run_to_end(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([INFERENCE, *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([INFERENCE, *args], capture_output=True, text=True, timeout=400)
 
 
 def test_port_in_use_is_one_line_naming_the_port(tiny_model_dir):
@@ -83,7 +84,7 @@ class Server:
                                         stderr=self._stderr, text=True)
         self.stdout: list[str] = []
 
-    def wait_ready(self, timeout: float = 90) -> str:
+    def wait_ready(self, timeout: float = 400) -> str:
         selector = selectors.DefaultSelector()
         selector.register(self.process.stdout, selectors.EVENT_READ)
         deadline = time.monotonic() + timeout

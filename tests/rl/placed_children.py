@@ -19,8 +19,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-CHILDREN = ("inference", "orchestrator", "trainer")
-
 
 def child(name: str, out_dir: str, args: list[str]) -> None:
     seen = {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"), "LOCAL_RANK": os.environ.get("LOCAL_RANK")}

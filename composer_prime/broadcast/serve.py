@@ -15,7 +15,7 @@ from composer_prime.cli import run_cli
 from composer_prime.configs.shared import StoreConfig
 from composer_prime.errors import UserError
 from composer_prime.store import Store
-from composer_prime.utils.net import bind
+from composer_prime.utils.net import KEEP_ALIVE_S, bind
 
 
 class BroadcastServerConfig(BaseConfig):
@@ -47,7 +47,7 @@ def main(config: BroadcastServerConfig) -> None:
                                config.egress_bytes_per_s)
     sock = bind(config.host, config.port)
     print(f"broadcast {config.role} serving on http://{config.host}:{sock.getsockname()[1]}", flush=True)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)).run(sockets=[sock])
 
 
 def cli() -> None:

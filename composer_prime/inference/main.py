@@ -15,7 +15,7 @@ import socket
 
 from composer_prime.cli import run_cli
 from composer_prime.configs.inference import InferenceConfig
-from composer_prime.utils.net import bind
+from composer_prime.utils.net import KEEP_ALIVE_S, bind
 
 
 async def serve(config: InferenceConfig, sock: socket.socket) -> None:
@@ -41,6 +41,7 @@ async def serve(config: InferenceConfig, sock: socket.socket) -> None:
     metrics = MetricsLogger(config.output_dir, "inference", config.log.wandb_project) if config.output_dir else None
     server = _Server(uvicorn.Config(
         create_app(backend, metrics), log_level=config.log.level, access_log=config.log.level == "debug",
+        timeout_keep_alive=KEEP_ALIVE_S,
     ))
     try:
         serving = asyncio.create_task(server.serve(sockets=[sock]))

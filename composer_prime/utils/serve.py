@@ -12,14 +12,15 @@ import time
 
 import uvicorn
 
-from composer_prime.utils.net import free_port
+from composer_prime.utils.net import KEEP_ALIVE_S, free_port
 
 
 class ServedApp:
     def __init__(self, app, start_timeout_s: float = 5.0, host: str = "127.0.0.1", port: int | None = None):
         self.port = port or free_port()
         self.url = f"http://{host}:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=self.port, log_level="warning"))
+        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=self.port, log_level="warning",
+                                                   timeout_keep_alive=KEEP_ALIVE_S))
         self.thread = threading.Thread(target=lambda: asyncio.run(self.server.serve()), daemon=True)
         self._timeout_s = start_timeout_s
 

@@ -137,9 +137,19 @@ def test_serves_logs_metrics_at_weight_updates_and_stops_on_sigterm(start_server
     assert server.process.wait(30) == 0
 
 
-def test_python_module_entry_point_stops_on_sigint(start_server, tiny_model_dir):
+def test_python_module_entry_point_outlasts_a_clients_idle_connection_and_stops_on_sigint(start_server,
+                                                                                         tiny_model_dir):
+    """A connection idle past httpx's 5 s pool expiry still answers: with uvicorn's 5 s default the server closed
+    it as a pooled request went out, and the orchestrator took the ReadError for a lost server."""
     server = start_server(sys.executable, "-m", "composer_prime.inference.main", "--model.path", str(tiny_model_dir))
     server.wait_ready()
-    assert httpx.get(f"{server.url}/health", timeout=30).json()["weight_version"] == 0
+    request = f"GET /health HTTP/1.1\r\nHost: {server.url.removeprefix('http://')}\r\n\r\n".encode()
+    with socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1])), timeout=30) as conn:
+        for idle_s in (0, 7):
+            time.sleep(idle_s)
+            conn.sendall(request)
+            head = conn.recv(65536)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            assert b'"weight_version":0' in head or b'"weight_version":0' in conn.recv(65536)
     server.process.send_signal(signal.SIGINT)
     assert server.process.wait(30) == 0

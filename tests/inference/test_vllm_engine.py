@@ -231,6 +231,24 @@ def test_reload_under_requests_serves_the_new_version_whole(served, tmp_path):
     assert post(served, "/generate", probe).json()["completions"] != before["completions"]  # v1 serves now
 
 
+def test_a_version_that_fails_part_way_through_the_engines_load_is_undone_whole(served, tmp_path):
+    """Defect 9 inside vLLM's workers. This version passes every check made before a weight changes (STABLE, names,
+    header shapes) and fails in the load itself: its last layer's down_proj is float4 (two values a byte, so the
+    header's shape is the parameter's and the tensor torch reads is half as wide), after the tensors before it were
+    loaded. The version served before is loaded back whole, the answer is a 400 saying so, and the server serves on."""
+    late = "model.layers.1.mlp.down_proj.weight"
+
+    def fp4(state):
+        rows, cols = state[late].shape
+        return {**state, late: torch.zeros(rows, cols // 2, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)}
+
+    bad = _published(served, tmp_path, 4, fp4)
+    refused = post(served, "/update_weights", {"path": str(bad), "version": 4})
+    assert refused.status_code == 400 and "loaded back" in refused.json()["detail"], refused.text
+    assert httpx.get(f"{served.url}/health", timeout=30).json()["weight_version"] == 0
+    assert np.allclose(served.fingerprint(), served.base_fingerprint, atol=1e-5)
+
+
 def test_the_engines_processes_are_spawned_never_forked(served):
     """Defect 2 where vLLM runs: a variable the backend sets in os.environ after the server started shows in a
     child's /proc/PID/environ only when the child was spawned (exec'd); a forked child keeps the server's

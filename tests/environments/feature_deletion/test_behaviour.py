@@ -229,6 +229,87 @@ def test_checks_a_per_function_constant_would_pass_are_unsound():
     assert (v.heldout, v.heldout_matched, v.fraction) == (6, 3, 0.0)  # f: 2 of 3, g: 1 of 3
 
 
+def _echoing(fn: str, items: list[int], answer: list) -> CheckProgram:
+    """One held-out call of `fn` on a list, answered `answer` with the driver's echo of the list (`["mutated", ...]`)."""
+    arg = ["list", [["int", i] for i in items]]
+    want = answer + [["mutated", [[0, arg]]]] if answer[0] == "ok" else answer
+    return CheckProgram(steps=[{"op": "call", "fn": ["ref", "m", fn], "args": [arg], "kwargs": []}], expect=[want],
+                        discriminating=[True], heldout=[True])
+
+
+def test_held_out_filters_judge_the_answer_not_the_echoed_arguments_and_count_each_question_once():
+    """Red team 2, A root cause 1: toolz `isiterable` had 28 held-out checks on lists, all answered True; the echo of
+    each list made them 28 different observations, and the filters kept the task (paid 1.0 to code special-cased to
+    the visible inputs). Judged by the answer they are one answer; a question asked in several programs counts once."""
+    from feature_deletion.behaviour import answer_of, held_out_questions
+
+    true, false = ["ok", ["bool", True]], ["ok", ["bool", False]]
+    lists = Checks(programs=[_echoing("isiterable", [i, i + 1], true) for i in range(28)])
+    assert len({json.dumps(e) for p in lists.programs for e in p.expect}) == 28  # what the old filters counted
+    assert answer_of(lists.programs[0].expect[0]) == json.dumps(true)
+    assert unsound(lists) == "too_few_heldout_checks"
+    # Three questions answered True and one answered False, that one asked in three programs: balanced by steps,
+    # three in four by questions.
+    repeated = Checks(programs=[_echoing("f", [i], true) for i in range(3)] + [_echoing("f", [9], false)] * 3)
+    assert len(held_out_questions(repeated.programs)) == 4
+    assert unsound(repeated) == "heldout_one_answer"
+    # The mode forger answers the most common answer of each function and the driver echoes the arguments as gold's
+    # run did: per function one answer (f always True, g always False) is forged whatever the echoes say.
+    per_function = Checks(programs=[_echoing("f", [i], true) for i in range(3)] +
+                          [_echoing("g", [i], false) for i in range(3)])
+    assert unsound(per_function) == "heldout_forgeable"
+    assert compare(per_function, mode_forger(per_function)).fraction == 1.0
+    sound = Checks(programs=[_echoing("f", [1], true), _echoing("f", [2], false), _echoing("f", [3], true),
+                             _echoing("g", [1], false), _echoing("g", [2], true), _echoing("g", [3], false)])
+    assert unsound(sound) is None and compare(sound, mode_forger(sound)).fraction == 0.0
+
+
+def test_held_out_inputs_take_other_types_and_strings_other_separators():
+    """A rebuild special-cased to the tests' types (`isiterable`: ints False, anything else True) or to their word
+    boundaries (`camelize` by `split("_")`, `titleize` by `str.capitalize`) answers gold's held-out checks only where
+    the held-out inputs keep those types and separators."""
+    import random
+
+    from feature_deletion.behaviour import mutate, retyped
+
+    assert ["NoneType", None] in retyped(["int", 5]) and ["float", "5.0"] in retyped(["int", 5])
+    assert ["tuple", [["int", 1]]] in retyped(["list", [["int", 1]]]) and retyped(["callback", {}]) == []
+    rng = random.Random(0)
+    made = [mutate(["str", "camel_case"], rng, {"str": ["x men"]}) for _ in range(300)]
+    tags = {m[0] for m in made}
+    texts = {m[1] for m in made if m[0] == "str"}
+    assert {"str", "NoneType", "list", "bytes", "int"} <= tags
+    assert {"camel__case", "_camel_case", "camel_case_"} <= texts
+    assert any("-" in t for t in texts)  # a separator no argument of the task holds
+    # Inside a container an item keeps its type: only an argument itself is retyped.
+    inner = [mutate(["list", [["int", 1], ["int", 2]]], rng, {}) for _ in range(200)]
+    assert {i[0] for m in inner if m[0] == "list" for i in m[1]} == {"int"}
+
+
+def test_objects_the_tests_make_are_copied_where_the_deleted_code_defines_pickling():
+    """Red team 2, A4-A6: `TTLCache` without `__setstate__`, `juxt` without `__getstate__`/`__setstate__` and
+    `_HashedTuple` without `__getstate__` were paid: no recorded program pickles. A held-out program copies each
+    object a recorded program made (`copy.deepcopy` runs `__reduce_ex__`, `__getstate__`, `__setstate__`) and asks
+    the copy what the program asked the original."""
+    from feature_deletion.behaviour import round_trips
+
+    program = {"steps": [
+        {"op": "new", "cls": ["ref", "m", "Box"], "args": [["int", 1]], "kwargs": []},
+        {"op": "method", "obj": ["slot", 0, []], "name": "put", "args": [["int", 2]], "kwargs": []},
+        {"op": "call", "fn": ["ref", "m", "f"], "args": [["int", 3]], "kwargs": []},
+        {"op": "method", "obj": ["slot", 0, []], "name": "get", "args": [["slot", 2, []]], "kwargs": []},
+        {"op": "method", "obj": ["slot", 0, []], "name": "__len__", "args": [], "kwargs": []}]}
+    (made, parent, site), = round_trips([program])
+    steps = made["steps"]
+    assert (parent, site) == (0, 5) and steps[:5] == program["steps"]
+    assert steps[5] == {"op": "call", "fn": ["ref", "copy", "deepcopy"], "args": [["slot", 0, []]], "kwargs": []}
+    # The copy is asked what the original was asked after it was made (the other slots it refers to stay), then the
+    # class's probes (`__len__`, the argument-free call the tests make).
+    assert [(s["name"], s["obj"], s["args"]) for s in steps[6:]] == [
+        ("put", ["slot", 5, []], [["int", 2]]), ("get", ["slot", 5, []], [["slot", 2, []]]),
+        ("__len__", ["slot", 5, []], []), ("__len__", ["slot", 5, []], [])]
+
+
 def test_held_out_programs_are_taken_in_turns_by_answer_where_one_answer_would_cover_most():
     """inflection's `ordinal` answers "th" for most numbers: smallest first, its held-out checks were mostly "th" and
     the task left the set; taken in turns by answer they are not, and every program kept is one of the candidates."""

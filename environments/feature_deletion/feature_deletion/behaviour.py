@@ -35,6 +35,7 @@ import json
 import random
 import re
 import shutil
+import signal
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,6 +46,9 @@ from feature_deletion.task import CheckProgram, Checks, TaskRow, apply_files, is
 
 RESULTS = "results.jsonl"  # what the driver writes in the sandbox's output dir, one [index, observations] a line
 GUARD_EXIT = 86  # _sandbox_files/fd_guard.py's EXIT
+DEADLINE_EXIT = 87  # _sandbox_files/fd_calls.py's: a step caught its timeout and the driver's watchdog ended it
+STEP_DEADLINE_S = 3 + 2  # fd_calls.STEP_S + STEP_SLACK_S: past it a step is ended, by the watchdog or by SIGPROF
+REPLAY_START_S = 60.0  # the replay's sandbox and interpreter starting, beside its steps' deadlines
 MIN_HELDOUT = 3  # held-out steps a task needs, with at least two different answers among them
 MAX_VARIANTS = 100  # held-out programs tried per task
 HUNT_VARIANTS = 12  # more tried per constant of the gold code, where some mutant survives the others
@@ -113,6 +117,12 @@ class Replay:
     timed_out: bool
     output_tail: str
 
+    @property
+    def deadline(self) -> bool:
+        """A step ran past its deadline: the driver's watchdog ended it, or the kernel (SIGPROF: CPU time in C, where
+        no Python code runs), or the command's wall clock (the steps' deadlines together)."""
+        return self.timed_out or self.returncode in (DEADLINE_EXIT, 128 + signal.SIGPROF, -signal.SIGPROF)
+
 
 def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, programs: list[dict],
                  lines: dict[str, list[list[int]]], isolation: str = "namespace", seed: int = 0) -> Replay:
@@ -123,9 +133,11 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
         sb.outdir = out
         (Path(out) / "programs.json").write_text(json.dumps([{"steps": p["steps"]} for p in programs]))
         guard = {f"{sb.workspace}/{rel}": spans for rel, spans in lines.items()}
+        steps = sum(len(p["steps"]) for p in programs)
         result = sb.run([sb.python, f"{sb.helpers}/fd_calls.py", f"{sb.out}/programs.json", f"{sb.out}/{RESULTS}"],
                         env={"PYTHONPATH": sb.pythonpath(row.import_root), "FD_GUARD": json.dumps(guard),
-                             "FD_SEED": str(seed)})
+                             "FD_SEED": str(seed)},
+                        wall_s=min(limits.wall_s, REPLAY_START_S + steps * STEP_DEADLINE_S))
         observations: list[list | None] = [None] * len(programs)
         path = Path(out) / RESULTS
         text = path.read_text(errors="replace") if path.is_file() else ""
@@ -865,6 +877,7 @@ class Verdict:
     broke: int = 0  # steps the untouched code answered like gold and the submission does not
     missing: int = 0  # programs whose observations never came back
     guard: bool = False  # the audit hook ended the replay
+    deadline: bool = False  # a step ran past its deadline and the replay was ended (Replay.deadline)
     first_mismatch: str = ""
 
     @property
@@ -873,7 +886,7 @@ class Verdict:
         else 0. A gate, not a share: a table of the visible answers matches every visible step and, with the most
         common answer as its fallback, many held-out ones, so any share of them pays a forger (issue 28: 0.96 on
         inflection's `ordinal`); partial credit is left to the F2P fraction of a submission that passes the gate."""
-        if self.broke or self.missing or self.guard or not self.discriminating or not self.heldout:
+        if self.broke or self.missing or self.guard or self.deadline or not self.discriminating or not self.heldout:
             return 0.0
         return float(self.discriminating_matched == self.discriminating and self.heldout_matched == self.heldout)
 
@@ -886,7 +899,7 @@ class Verdict:
 
 
 def compare(checks: Checks, replay: Replay) -> Verdict:
-    verdict = Verdict(guard=replay.returncode == GUARD_EXIT)
+    verdict = Verdict(guard=replay.returncode == GUARD_EXIT, deadline=replay.deadline)
     for program, got in zip(checks.programs, replay.observations):
         if got is None:
             verdict.missing += 1

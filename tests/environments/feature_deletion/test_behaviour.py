@@ -12,7 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from feature_deletion.behaviour import Replay, Verdict, compare, mode_forger, run_programs, source_copy, unsound
+from feature_deletion.behaviour import (DEADLINE_EXIT, Replay, Verdict, compare, mode_forger, run_programs,
+                                        source_copy, unsound)
 from feature_deletion import validate
 from feature_deletion.builder.deletions import STUB
 from feature_deletion.grading import grade
@@ -90,7 +91,78 @@ def test_answers_never_enter_the_sandbox(tiny_tasks, tmp_path):
     assert seen[0] == "ok", seen
     found = {k[1]: v[1] for k, v in seen[1][1]}
     assert found == {"files": found["files"], "steps": True, "answers": False, "secret": False, "writable": False}
-    assert found["files"] >= 3  # the package, the programs, the results so far
+    assert found["files"] >= 2  # the package and the programs (the results file is written once the code is done)
+
+
+def _package(root: Path, source: str) -> Path:
+    (root / "fdcalc").mkdir()
+    (root / "fdcalc" / "__init__.py").write_text(textwrap.dedent(source))
+    return root
+
+
+def _call(name: str) -> dict:
+    return {"steps": [{"op": "call", "fn": ["ref", "fdcalc", name], "args": [], "kwargs": []}]}
+
+
+def test_agent_code_never_holds_a_descriptor_of_the_replays_results(tiny_tasks, tmp_path):
+    """Red team 2 G2: `os.write` raises no audit event, so the results file must not be open while the code runs:
+    the driver opens it once every program is done."""
+    rows, _, _ = tiny_tasks
+    root = _package(tmp_path, """
+        import os
+
+        def look():
+            fds = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")]
+            return [sorted(fds), os.path.exists("/fdout/results.jsonl")]
+    """)
+    replay = run_programs(root, _task(rows, "add:body"), ensure_runner(), Limits(), [_call("look"), _call("look")], {})
+    assert replay.returncode == 0, replay.output_tail
+    for (obs,) in replay.observations:
+        fds, exists = (x[1] for x in obs[1][1])
+        assert obs[0] == "ok" and not exists and not any("results" in f[1] or "fdout" in f[1] for f in fds), fds
+
+
+def test_a_step_that_swallows_its_timeout_ends_the_replay_at_its_deadline(tiny_tasks, tmp_path):
+    """Red team 2 H2: the step's SIGALRM exception is caught by a bare `except:`; the driver's watchdog ends the
+    replay (a kill reason of its own, not the command's wall clock), keeping the programs done before."""
+    from feature_deletion.grading import behaviour_invalid
+
+    rows, _, _ = tiny_tasks
+    row = _task(rows, "add:body")
+    root = _package(tmp_path, """
+        def one():
+            return 1
+
+        def spin():
+            while True:
+                try:
+                    while True:
+                        pass
+                except:  # noqa: E722
+                    pass
+    """)
+    replay = run_programs(root, row, ensure_runner(), Limits(), [_call("one"), _call("spin"), _call("one")], {})
+    assert replay.returncode == DEADLINE_EXIT and replay.deadline and not replay.timed_out, replay.output_tail
+    assert "past its deadline" in replay.output_tail
+    assert replay.observations == [[["ok", ["int", 1]]], None, None]
+    checks = Checks(programs=[CheckProgram(steps=_call(n)["steps"], expect=[["ok", ["int", 1]]], discriminating=[True],
+                                           heldout=[True]) for n in ("one", "spin", "one")])
+    verdict = compare(checks, replay)
+    assert verdict.deadline and verdict.fraction == 0.0
+    assert [i.code for i in behaviour_invalid(verdict)] == ["replay_deadline"]
+
+
+def test_a_submission_that_passes_its_tests_and_loops_on_held_out_inputs_is_ended_and_paid_nothing(tiny_tasks):
+    """Red team 2 H2 through the grader: the visible calls answered, the held-out ones looping in a bare `except:`.
+    Grading ends at the replay's step deadline with its reason recorded, not at the command's wall clock."""
+    rows, tasks_dir, _ = tiny_tasks
+    row = _task(rows, "add:body")
+    visible = {tuple(a[1] for a in step["args"]) for p in row.checks.programs if not any(p.heldout) for step in p.steps}
+    body = (f"if (a, b) in {sorted(visible)!r}:\n    return a + b\nwhile True:\n    try:\n        while True:\n"
+            "            pass\n    except:\n        pass\n")
+    g = grade(row, tasks_dir, None, ensure_runner(), changes=_with_body(row, body))
+    assert g.reward == 0.0 and g.f2p_passed == g.f2p_total, g.to_dict()
+    assert [i["code"] for i in g.invalid] == ["replay_deadline"] and g.verdict["deadline"], g.invalid
 
 
 def test_gold_and_untouched_and_a_partial_implementation(tiny_tasks):

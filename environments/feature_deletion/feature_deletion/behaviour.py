@@ -57,10 +57,10 @@ PROBES = 3  # calls without arguments the tests make on an object of a class, ad
 SEPARATORS = frozenset(" -_'.&;#")  # separators a changed string may get, beside those its task's strings hold
 RETYPE_SHARE = 0.2  # of the changed arguments, those given another type (`retyped`)
 MAX_RETYPED_ITEMS = 20  # characters of a string retyped as a list of them
-CLOCK_EXTRA = 32
+CLOCK_EXTRA = 32  # answers a clock on a new schedule gives beyond the recorded ones
 COPYING = frozenset({"__getstate__", "__setstate__", "__reduce__", "__reduce_ex__", "__getnewargs__",
                      "__getnewargs_ex__", "__copy__", "__deepcopy__"})
-ROUND_TRIPS = 24  # held-out programs that copy an object (`round_trips`), where the deleted code defines how  # answers a clock on a new schedule gives beyond the recorded ones
+ROUND_TRIPS = 24  # held-out programs that copy an object (`round_trips`), where the deleted code defines copying
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
 MAX_KEPT = {"visible": 40, "heldout": 60}  # programs kept per task
 MAX_KEPT_STEPS = 800  # steps kept per task, all programs together

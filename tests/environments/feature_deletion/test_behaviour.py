@@ -112,14 +112,22 @@ def test_agent_code_never_holds_a_descriptor_of_the_replays_results(tiny_tasks, 
         import os
 
         def look():
-            fds = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")]
-            return [sorted(fds), os.path.exists("/fdout/results.jsonl")]
+            fds = []
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    fds.append(os.readlink(f"/proc/self/fd/{fd}"))
+                except FileNotFoundError:  # the listing's own descriptor, closed once listed
+                    pass
+            # Only the suspects and a count: a whole listing can pass fd_calls.MAX_OBSERVATION and come back digested.
+            return [len(fds), sorted(f for f in fds if "results" in f or "fdout" in f),
+                    os.path.exists("/fdout/results.jsonl")]
     """)
     replay = run_programs(root, _task(rows, "add:body"), ensure_runner(), Limits(), [_call("look"), _call("look")], {})
     assert replay.returncode == 0, replay.output_tail
     for (obs,) in replay.observations:
-        fds, exists = (x[1] for x in obs[1][1])
-        assert obs[0] == "ok" and not exists and not any("results" in f[1] or "fdout" in f[1] for f in fds), fds
+        assert obs[:2] != ["digest"] and obs[0] == "ok", obs
+        count, suspects, exists = (x[1] for x in obs[1][1])
+        assert count >= 3 and suspects == [] and not exists, obs
 
 
 def test_a_step_that_swallows_its_timeout_ends_the_replay_at_its_deadline(tiny_tasks, tmp_path):
@@ -199,7 +207,9 @@ def test_a_table_of_the_visible_answers_does_not_pay(tiny_tasks):
     alone = grade(row, tasks_dir, None, runner, changes=changes, layers=PAY_ON_THE_REPORT)
     assert alone.reward == 1.0 and not alone.invalid, alone.failing  # every visible test passes
     g = grade(row, tasks_dir, None, runner, changes=changes)
-    assert g.reward == 0.0 and g.verdict["heldout_matched"] == 0 < g.verdict["heldout"], g.verdict
+    # Some held-out inputs are the visible ones retyped (`behaviour.retyped`: True for 1), which the table answers
+    # as gold does; the others it cannot.
+    assert g.reward == 0.0 and g.verdict["heldout_matched"] < g.verdict["heldout"], g.verdict
 
 
 def test_an_oracle_written_by_the_test_run_is_not_there_for_the_replay(tiny_tasks):

@@ -35,6 +35,7 @@ import json
 import random
 import re
 import shutil
+import signal
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,12 +46,21 @@ from feature_deletion.task import CheckProgram, Checks, TaskRow, apply_files, is
 
 RESULTS = "results.jsonl"  # what the driver writes in the sandbox's output dir, one [index, observations] a line
 GUARD_EXIT = 86  # _sandbox_files/fd_guard.py's EXIT
+DEADLINE_EXIT = 87  # _sandbox_files/fd_calls.py's: a step caught its timeout and the driver's watchdog ended it
+STEP_DEADLINE_S = 3 + 2  # fd_calls.STEP_S + STEP_SLACK_S: past it a step is ended, by the watchdog or by SIGPROF
+REPLAY_START_S = 60.0  # the replay's sandbox and interpreter starting, beside its steps' deadlines
 MIN_HELDOUT = 3  # held-out steps a task needs, with at least two different answers among them
 MAX_VARIANTS = 100  # held-out programs tried per task
 HUNT_VARIANTS = 12  # more tried per constant of the gold code, where some mutant survives the others
 VARIANT_TAIL = 12  # steps a held-out program keeps after the one whose argument changed
 PROBES = 3  # calls without arguments the tests make on an object of a class, added at the end of a held-out program
+SEPARATORS = frozenset(" -_'.&;#")  # separators a changed string may get, beside those its task's strings hold
+RETYPE_SHARE = 0.2  # of the changed arguments, those given another type (`retyped`)
+MAX_RETYPED_ITEMS = 20  # characters of a string retyped as a list of them
 CLOCK_EXTRA = 32  # answers a clock on a new schedule gives beyond the recorded ones
+COPYING = frozenset({"__getstate__", "__setstate__", "__reduce__", "__reduce_ex__", "__getnewargs__",
+                     "__getnewargs_ex__", "__copy__", "__deepcopy__"})
+ROUND_TRIPS = 24  # held-out programs that copy an object (`round_trips`), where the deleted code defines copying
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
 MAX_KEPT = {"visible": 40, "heldout": 60}  # programs kept per task
 MAX_KEPT_STEPS = 800  # steps kept per task, all programs together
@@ -107,6 +117,12 @@ class Replay:
     timed_out: bool
     output_tail: str
 
+    @property
+    def deadline(self) -> bool:
+        """A step ran past its deadline: the driver's watchdog ended it, or the kernel (SIGPROF: CPU time in C, where
+        no Python code runs), or the command's wall clock (the steps' deadlines together)."""
+        return self.timed_out or self.returncode in (DEADLINE_EXIT, 128 + signal.SIGPROF, -signal.SIGPROF)
+
 
 def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, programs: list[dict],
                  lines: dict[str, list[list[int]]], isolation: str = "namespace", seed: int = 0) -> Replay:
@@ -117,9 +133,11 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
         sb.outdir = out
         (Path(out) / "programs.json").write_text(json.dumps([{"steps": p["steps"]} for p in programs]))
         guard = {f"{sb.workspace}/{rel}": spans for rel, spans in lines.items()}
+        steps = sum(len(p["steps"]) for p in programs)
         result = sb.run([sb.python, f"{sb.helpers}/fd_calls.py", f"{sb.out}/programs.json", f"{sb.out}/{RESULTS}"],
                         env={"PYTHONPATH": sb.pythonpath(row.import_root), "FD_GUARD": json.dumps(guard),
-                             "FD_SEED": str(seed)})
+                             "FD_SEED": str(seed)},
+                        wall_s=min(limits.wall_s, REPLAY_START_S + steps * STEP_DEADLINE_S))
         observations: list[list | None] = [None] * len(programs)
         path = Path(out) / RESULTS
         text = path.read_text(errors="replace") if path.is_file() else ""
@@ -171,14 +189,27 @@ def _text_mutations(s, rng: random.Random, pool: list) -> list:
     x, q = ("x", "q") if isinstance(s, str) else (b"x", b"q")
     out = [s + (s[:1] or x), s[1:], s[:-1], s[::-1], s.swapcase(), s * 2, s[: len(s) // 2] + q + s[len(s) // 2:]]
     out += [p for p in pool if type(p) is type(s) and p != s][:3]
+    if isinstance(s, str):
+        # Word boundaries no test puts there: a separator inserted, one already there doubled or put first or last
+        # (inflection's `camelize("a__b")`, `titleize("x-men")`), one made of a separator the other arguments use.
+        marks = sorted({c for p in [s, *pool[:40]] if isinstance(p, str) for c in p if not c.isalnum()} | SEPARATORS)
+        k = rng.randrange(len(s) + 1)
+        out.append(s[:k] + rng.choice(marks) + s[k:])
+        present = [c for c in s if not c.isalnum()]
+        if present:
+            c = rng.choice(present)
+            out += [s.replace(c, c * 2, 1), c + s, s + c]
     return [m for m in out if m != s]
 
 
 def mutate(enc, rng: random.Random, pool: dict[str, list], depth: int = 0):
-    """A changed copy of one encoded value, of the same type; None when it has no plain-data part to change."""
+    """A changed copy of one encoded value, mostly of the same type; an argument itself (`depth` 0) is sometimes
+    given another type instead (`retyped`). None when it has no plain-data part to change."""
     if not isinstance(enc, list) or len(enc) < 2 or depth > 6:
         return None
     tag, v = enc[0], enc[1]
+    if depth == 0 and rng.random() < RETYPE_SHARE and (options := retyped(enc)):
+        return rng.choice(options)
     if tag == "int":
         options = [v + 1, v - 1, 2 * v + 1, -v, 0, v + 7] + [p for p in pool.get("int", []) if p != v][:3]
         options = [o for o in options if o != v]
@@ -238,6 +269,35 @@ def mutate(enc, rng: random.Random, pool: dict[str, list], depth: int = 0):
         module, qual = rng.choice(SUBSTITUTES[next(iter(arities))])
         return ["ref", module, qual]
     return None
+
+
+def retyped(enc: list) -> list[list]:
+    """The same plain value as other types (an int as a float, as text, in a list; text as a list of its characters
+    or as bytes; a list as a tuple; a number as a bool) and None: a type no test passes, where code special-cased to
+    the tests' types (toolz `isiterable` answering False for ints and True for anything else) answers unlike gold."""
+    tag, v = enc[0], enc[1]
+    out: list[list] = [["NoneType", None]]
+    if tag == "int":
+        out += [["float", repr(float(v))], ["str", str(v)], ["list", [enc]], ["bool", bool(v)]]
+    elif tag == "bool":
+        out += [["int", int(v)], ["str", str(v)]]
+    elif tag == "float":
+        x = float(v)
+        out += [["str", v]] + ([["int", int(x)]] if x == x and abs(x) < 1 << 53 and x.is_integer() else [])
+    elif tag == "str":
+        out += [["list", [["str", c] for c in v[:MAX_RETYPED_ITEMS]]], ["bytes", v.encode("utf-8").hex()],
+                ["int", len(v)]]
+    elif tag in ("list", "tuple", "set", "frozenset"):
+        out += [["tuple" if tag == "list" else "list", copy.deepcopy(v)], ["int", len(v)]]
+        if all(isinstance(i, list) and i[:1] == ["str"] for i in v):
+            out.append(["str", "".join(i[1] for i in v)])
+    elif tag in ("dict", "OrderedDict", "Counter"):
+        out += [["list", [["tuple", copy.deepcopy(pair)] for pair in v]], ["list", [copy.deepcopy(k) for k, _ in v]]]
+    elif tag == "bytes":
+        out += [["str", bytes.fromhex(v).decode("latin-1")]]
+    else:
+        return []
+    return out
 
 
 def _clock(callback: dict, rng: random.Random, pool: dict[str, list]) -> list | None:
@@ -378,6 +438,60 @@ def variants(programs: list[dict], seed: str, literals: dict[str, list] | None =
     return made
 
 
+def defines_copying(row: TaskRow) -> bool:
+    """Whether the deleted definitions define how their objects are pickled or copied (`COPYING` methods), which no
+    recorded test program may reach (a test that pickles calls `pickle`, not the package)."""
+    import ast
+
+    from feature_deletion.mutation import definition
+
+    for target in row.deletion.targets:
+        try:
+            fn = definition(ast.parse(row.gold_files.get(target.file, "")), target.qualname)
+        except SyntaxError:
+            continue
+        if fn is not None and any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in COPYING
+                                  for n in ast.walk(fn)):
+            return True
+    return False
+
+
+def _slots(value) -> set[int]:
+    """The steps an encoded step (or value) refers to by `["slot", step, path]`."""
+    if not isinstance(value, (list, dict)):
+        return set()
+    items = value.values() if isinstance(value, dict) else value
+    found = {value[1]} if isinstance(value, list) and len(value) == 3 and value[0] == "slot" \
+        and isinstance(value[1], int) else set()
+    return found.union(*(_slots(v) for v in items))
+
+
+def round_trips(programs: list[dict], limit: int = ROUND_TRIPS) -> list[tuple[dict, int, int]]:
+    """Held-out programs (as `variants` makes them) that copy an object a recorded program made (`copy.deepcopy`,
+    which runs what pickling runs: `__reduce_ex__`, `__reduce__`, `__getstate__`, `__setstate__`) and then ask the
+    copy what the program asked the original (its later steps on it, up to `VARIANT_TAIL`) and the probes of its
+    class: an implementation without its pickling methods, or whose copy lost state, answers unlike gold."""
+    probes = _probes(programs)
+    made: list[tuple[dict, int, int]] = []
+    for pi, p in enumerate(programs):
+        steps = p["steps"]
+        objects = [j for j, s in enumerate(steps) if s["op"] == "new" or any(
+            t.get("obj", [None, None])[:2] == ["slot", j] for t in steps[j + 1:])]
+        for j in dict.fromkeys(objects):
+            prefix = copy.deepcopy(steps[: j + 1 + VARIANT_TAIL])
+            site = len(prefix)
+            later = [{**copy.deepcopy(t), "obj": ["slot", site, t["obj"][2]]} for t in steps[j + 1:]
+                     if t.get("obj", [None, None])[:2] == ["slot", j] and _slots({**t, "obj": None}) <= set(range(site))]
+            cls = json.dumps(steps[j]["cls"]) if steps[j]["op"] == "new" else None
+            asked = [{"op": "getattr", "obj": ["slot", site, []], "name": name} if op == "getattr" else
+                     {"op": "method", "obj": ["slot", site, []], "name": name, "args": [], "kwargs": []}
+                     for op, name in probes.get(cls, [])[:PROBES]]
+            program = {"steps": prefix + [{"op": "call", "fn": ["ref", "copy", "deepcopy"],
+                                           "args": [["slot", j, []]], "kwargs": []}] + later[:VARIANT_TAIL] + asked}
+            made.append((program, pi, site))
+    return made[:limit]
+
+
 def _reshape(step: dict, rng: random.Random) -> bool:
     """Leave arguments of `step` out (in place): one keyword (its default answers), the last positional one, or all
     positional ones but the first (`juxt(f, g)` -> `juxt(f)`). False when the step has none to leave out."""
@@ -493,7 +607,8 @@ def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Pa
         else:
             _, parent, site = made[index - len(recorded)]
             base = expect_of.get(parent, [])
-            heldout = [j >= site and disc[j] and (j >= len(base) or expect[j] != base[j])
+            # The answer, not the echo of the changed arguments, must differ from the visible one.
+            heldout = [j >= site and disc[j] and (j >= len(base) or answer_of(expect[j]) != answer_of(base[j]))
                        and _question(program["steps"][j]) not in asked for j in range(n)]
             kind = "heldout"
         last = max((j for j in range(n) if (heldout[j] if kind == "heldout" else disc[j])), default=-1)
@@ -534,6 +649,8 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
     # where the untouched code answers unlike gold and no recorded program asks its question).
     made = variants(recorded, row.id) + [(p, -1, 0) for p in record_programs(row, tasks_dir, runner, limits, True,
                                                                              callers)]
+    if defines_copying(row):
+        made += round_trips(recorded)
     with temporary_directory("fd-checks.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
@@ -644,13 +761,37 @@ def _fit(programs: list[CheckProgram], limit: int, budget: list[int]) -> list[Ch
     return taken
 
 
+def answer_of(observation: list) -> str:
+    """What a forger decides about a step: its return value or raised exception (`["ok", value]`, `["raises",
+    type]`), without what the driver echoes itself (arguments mutated in place, how far streams were read), which
+    differs wherever the arguments do even when the answer is always the same (toolz `isiterable` on lists)."""
+    return json.dumps(observation[:2])
+
+
+def question_of(steps: list[dict], j: int) -> str:
+    """The question step `j` asks: a call of a function with plain-data arguments is asked by its function and
+    arguments alone (`_question`), any other step by every step up to it (the state it is asked in). Held-out steps
+    are counted as questions, so that one input replayed in ten programs counts once."""
+    return _question(steps[j]) or json.dumps(steps[: j + 1], sort_keys=True)
+
+
+def held_out_questions(programs: list[CheckProgram]) -> dict[str, tuple[str, str]]:
+    """{question: (callee, answer)} of the held-out steps of `programs`, each question once (the first asked)."""
+    out: dict[str, tuple[str, str]] = {}
+    for p in programs:
+        for j, (step, want, held) in enumerate(zip(p.steps, p.expect, p.heldout)):
+            if held:
+                out.setdefault(question_of(p.steps, j), (_callee(step), answer_of(want)))
+    return out
+
+
 def _held_out_answers(program: CheckProgram) -> Counter:
-    return Counter(json.dumps(e) for e, h in zip(program.expect, program.heldout) if h)
+    return Counter(answer for _, answer in held_out_questions([program]).values())
 
 
 def _one_answer(programs: list[CheckProgram]) -> str | None:
-    """The answer that covers more than half of the held-out steps of `programs`, if one does."""
-    counts = sum((_held_out_answers(p) for p in programs), Counter())
+    """The answer that covers more than half of the held-out questions of `programs`, if one does."""
+    counts = Counter(answer for _, answer in held_out_questions(programs).values())
     answer, n = counts.most_common(1)[0] if counts else (None, 0)
     return answer if 2 * n > counts.total() else None
 
@@ -689,24 +830,29 @@ def _callee(step: dict) -> str:
 
 def mode_forger(checks: Checks) -> Replay:
     """The observations of the strongest table forger the checks must stop: gold's answer on every step that is not
-    held-out (more than any table of the visible answers knows) and, on every held-out step, the answer (value or
-    raised exception) most common among the held-out steps of the same function or method."""
-    answers: dict[str, list[str]] = {}
-    for p in checks.programs:
-        for step, want, held in zip(p.steps, p.expect, p.heldout):
-            if held:
-                answers.setdefault(_callee(step), []).append(json.dumps(want))
-    mode = {k: json.loads(Counter(v).most_common(1)[0][0]) for k, v in answers.items()}
-    return Replay([[mode[_callee(s)] if h else e for s, e, h in zip(p.steps, p.expect, p.heldout)]
+    held-out (more than any table of the visible answers knows) and, on every held-out step, the answer (return value
+    or raised exception, `answer_of`) most common among the held-out questions of the same function or method, with
+    gold's echo of the arguments (the driver writes that, not the forger)."""
+    answers: dict[str, Counter] = {}
+    for callee, answer in held_out_questions(checks.programs).values():
+        answers.setdefault(callee, Counter())[answer] += 1
+    mode = {k: json.loads(v.most_common(1)[0][0]) for k, v in answers.items()}
+
+    def forged(step: dict, want: list) -> list:
+        guess = mode[_callee(step)]
+        return guess + want[2:] if guess[0] == want[0] == "ok" else guess
+
+    return Replay([[forged(s, e) if h else e for s, e, h in zip(p.steps, p.expect, p.heldout)]
                    for p in checks.programs], 0, False, "")
 
 
 def unsound(checks: Checks) -> str | None:
-    """Why `checks` cannot tell a forger from an implementation, or None. Too few held-out steps
-    (`too_few_heldout_checks`); one answer covering more than half of them, so that answering it wherever the
-    visible tests say nothing is nearly right (`heldout_one_answer`); or the mode forger (`mode_forger`), judged by
-    the grader's own `compare`, passing them (`heldout_forgeable`)."""
-    answers = [json.dumps(e) for p in checks.programs for e, h in zip(p.expect, p.heldout) if h]
+    """Why `checks` cannot tell a forger from an implementation, or None, judged on the held-out *questions* (each
+    input once, `question_of`) and their *answers* (return value or exception, `answer_of`): too few of them, or
+    fewer than two answers (`too_few_heldout_checks`); one answer for more than half of them, so that answering it
+    wherever the visible tests say nothing is nearly right (`heldout_one_answer`); or the mode forger
+    (`mode_forger`), judged by the grader's own `compare`, passing them (`heldout_forgeable`)."""
+    answers = [answer for _, answer in held_out_questions(checks.programs).values()]
     if len(answers) < MIN_HELDOUT or len(set(answers)) < 2:
         return "too_few_heldout_checks"
     if 2 * Counter(answers).most_common(1)[0][1] > len(answers):
@@ -731,6 +877,7 @@ class Verdict:
     broke: int = 0  # steps the untouched code answered like gold and the submission does not
     missing: int = 0  # programs whose observations never came back
     guard: bool = False  # the audit hook ended the replay
+    deadline: bool = False  # a step ran past its deadline and the replay was ended (Replay.deadline)
     first_mismatch: str = ""
 
     @property
@@ -739,7 +886,7 @@ class Verdict:
         else 0. A gate, not a share: a table of the visible answers matches every visible step and, with the most
         common answer as its fallback, many held-out ones, so any share of them pays a forger (issue 28: 0.96 on
         inflection's `ordinal`); partial credit is left to the F2P fraction of a submission that passes the gate."""
-        if self.broke or self.missing or self.guard or not self.discriminating or not self.heldout:
+        if self.broke or self.missing or self.guard or self.deadline or not self.discriminating or not self.heldout:
             return 0.0
         return float(self.discriminating_matched == self.discriminating and self.heldout_matched == self.heldout)
 
@@ -752,7 +899,7 @@ class Verdict:
 
 
 def compare(checks: Checks, replay: Replay) -> Verdict:
-    verdict = Verdict(guard=replay.returncode == GUARD_EXIT)
+    verdict = Verdict(guard=replay.returncode == GUARD_EXIT, deadline=replay.deadline)
     for program, got in zip(checks.programs, replay.observations):
         if got is None:
             verdict.missing += 1

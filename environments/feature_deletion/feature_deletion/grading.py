@@ -56,12 +56,14 @@ def pytest_argv(sb: Sandbox, tests: list[str] | None, summary: bool = False, rec
 
 def run_pytest(sb: Sandbox, row_import_root: str, tests: list[str] | None, coverage_source: list[str] | None = None,
                wall_s: float | None = None, summary: bool = False, record: dict | None = None,
-               guard: dict[str, list[list[int]]] | None = None) -> tuple[RunResult, dict[str, str]]:
+               guard: dict[str, list[list[int]]] | None = None,
+               test_files: tuple[str, ...] = ()) -> tuple[RunResult, dict[str, str]]:
     """Run pytest in the sandbox; the command's result and {nodeid: outcome} (empty if no report).
 
     `record` ({"targets", "src"}, _sandbox_files/fd_calls.py) records the tests' programs into `calls.json`
     of the outdir; `guard` ({repository file: [[first, last], ...]}) installs the grader's audit hook on
-    those lines before anything else loads."""
+    those lines before anything else loads, with `test_files` (repository paths) the only code that may start
+    processes once the agent's code is loaded."""
     with temporary_directory("fd-out.") as own:
         if sb.outdir is None:
             sb.outdir = own
@@ -80,7 +82,8 @@ def run_pytest(sb: Sandbox, row_import_root: str, tests: list[str] | None, cover
                 env |= {"FD_CALLS_SPEC": json.dumps(record | {"root": sb.workspace}),
                         "FD_CALLS_OUT": f"{sb.out}/calls.json"}
             if guard is not None:
-                env |= {"FD_GUARD": json.dumps({f"{sb.workspace}/{rel}": spans for rel, spans in guard.items()})}
+                env |= {"FD_GUARD": json.dumps({f"{sb.workspace}/{rel}": spans for rel, spans in guard.items()}),
+                        "FD_GUARD_TESTS": json.dumps([f"{sb.workspace}/{rel}" for rel in test_files])}
             argv = pytest_argv(sb, tests, summary, record is not None, guard is not None)
             result = sb.run(argv, env=env, wall_s=wall_s)
             outcomes = {}
@@ -317,8 +320,9 @@ def grade(row: TaskRow, tasks_dir: Path, agent_dir: Path | None, runner: Path | 
         apply_files(fresh, changes)
         canaries = plant_canaries(fresh, row) if "canaries" in layers else {}
         sb = Sandbox(fresh, runner=runner, limits=limits, isolation=isolation)  # type: ignore[arg-type]
+        tests = tuple(sorted(rel for rel in _files(fresh) if rel.endswith(".py") and is_test_path(rel)))
         result, outcomes = run_pytest(sb, row.import_root, row.tests + sorted(canaries), summary=True,
-                                      guard=lines if "guard" in layers else None)
+                                      guard=lines if "guard" in layers else None, test_files=tests)
         f2p = sum(outcomes.get(t) == "passed" for t in row.f2p)
         p2p = sum(outcomes.get(t) == "passed" for t in row.p2p)
         reward = reward_of(f2p, len(row.f2p), p2p, len(row.p2p))
@@ -341,6 +345,10 @@ def behaviour_invalid(verdict: Verdict) -> list[Invalid]:
     if verdict.guard:
         return [Invalid(code="guard", message="the grader's audit hook ended the replay of the checks: the code "
                         "did something it may not (reflection, dynamic code, processes, writing files)")]
+    if verdict.deadline:
+        return [Invalid(code="replay_deadline", message=(
+            "a step of the checks' replay ran past its deadline: the code caught the timeout raised in it (a bare "
+            "`except:`) or held the interpreter; the replay was ended"))]
     if verdict.missing:
         return [Invalid(code="behaviour", message=(
             f"{verdict.missing} check programs gave no result (the code crashed or hung the replay)"))]

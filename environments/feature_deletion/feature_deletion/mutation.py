@@ -15,6 +15,8 @@ statement deletion and condition forcing):
 - COND a condition forced or negated: an `if` test -> True, False, `not (test)` (its branches swapped); an
   `x if c else y` test -> True, False; a `while` test -> False
 - BRK `break` <-> `continue`
+- STUB an incomplete rebuild: one of several deleted definitions (a class's methods), or one method of a deleted
+  class, left as the task's stub (`raise NotImplementedError`); always made, beside the `MAX_MUTANTS` others
 
 The grader replays the checks' programs on each mutant (`behaviour.build_checks`) and keeps the held-out programs
 that tell the most mutants from gold (`cover`).
@@ -172,11 +174,48 @@ def splice(source: str, fn: ast.AST, code: str) -> str:
     return "".join(lines[: first - 1]) + textwrap.indent(code, indent) + "\n" + "".join(lines[fn.end_lineno:])
 
 
+def _stubbed(fn: ast.AST) -> ast.AST:
+    """A copy of the def `fn` whose body (after its docstring) is the task's stub, as the builder deletes a body."""
+    from feature_deletion.builder.deletions import STUB
+
+    fn = copy.deepcopy(fn)
+    keep = fn.body[:1] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) \
+        and isinstance(fn.body[0].value.value, str) else []
+    fn.body = keep + ast.parse(STUB).body
+    return ast.fix_missing_locations(fn)
+
+
+def _stubs(row: TaskRow) -> list[Mutant]:
+    """The incomplete rebuilds (`STUB`): each deleted definition of a task that deletes several (every method of a
+    class) left as the stub, and each method of a deleted class; a task with one deleted function has none (its
+    stub is the untouched task)."""
+    out: list[Mutant] = []
+    several = len(row.deletion.targets) > 1
+    for target in row.deletion.targets:
+        gold = row.gold_files.get(target.file)
+        try:
+            fn = definition(ast.parse(gold), target.qualname) if gold is not None else None
+        except SyntaxError:
+            fn = None
+        if fn is None:
+            continue
+        if several and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append(Mutant(f"{target.qualname}:STUB#0", target.file, splice(gold, fn, ast.unparse(_stubbed(fn)))))
+        if isinstance(fn, ast.ClassDef):
+            methods = [n for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            for n, method in enumerate(methods):
+                changed = copy.deepcopy(fn)
+                changed.body[fn.body.index(method)] = _stubbed(method)
+                out.append(Mutant(f"{target.qualname}:STUB#{n}", target.file, splice(gold, fn, ast.unparse(changed))))
+    return out
+
+
 def mutants(row: TaskRow, limit: int = MAX_MUTANTS) -> list[Mutant]:
-    """Up to `limit` mutants of the gold definitions, taken in turns from each operator (evenly spaced among that
-    operator's sites), none whose code is gold's or another mutant's."""
+    """The incomplete rebuilds (`_stubs`), then up to `limit` mutants of the gold definitions, taken in turns from
+    each operator (evenly spaced among that operator's sites), none whose code is gold's or another mutant's."""
     by_op: dict[str, list[Mutant]] = {}
-    seen: set[str] = set()
+    stubs = _stubs(row)
+    seen: set[str] = {m.text for m in stubs}
     for target in row.deletion.targets:
         gold = row.gold_files.get(target.file)
         if gold is None:
@@ -193,10 +232,10 @@ def mutants(row: TaskRow, limit: int = MAX_MUTANTS) -> list[Mutant]:
         for op, index, change in _sites(fn):
             n = counts[op] = counts.get(op, -1) + 1
             code = ast.unparse(_mutated(fn, index, change))
-            if code in seen:
-                continue
-            seen.add(code)
             text = splice(gold, fn, code)
+            if code in seen or text in seen:
+                continue
+            seen |= {code, text}
             by_op.setdefault(op, []).append(Mutant(f"{target.qualname}:{op}#{n}", target.file, text))
     spread = {op: _spread(ms, limit) for op, ms in by_op.items()}
     out: list[Mutant] = []
@@ -204,7 +243,7 @@ def mutants(row: TaskRow, limit: int = MAX_MUTANTS) -> list[Mutant]:
         for op in sorted(spread):
             if spread[op] and len(out) < limit:
                 out.append(spread[op].pop(0))
-    return out
+    return stubs + out
 
 
 def literals(row: TaskRow, strings: list[str], limit: int = MAX_LITERALS) -> list[tuple[str, list]]:

@@ -31,8 +31,8 @@ or disk cap).
 
 from __future__ import annotations
 
+import fcntl
 import functools
-import itertools
 import json
 import os
 import shutil
@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -108,12 +109,25 @@ class RunResult:
         return self.stdout + (("\n" + self.stderr) if self.stderr.strip() else "")
 
 
-_uids = itertools.count()
+UID_BASE, UID_COUNT = 200_000, 100_000
+UID_LOCKS = Path("/tmp/.fd-sandbox-uids")  # on the host, shared by every process that makes sandboxes
 
 
-def _fresh_uid() -> int:
-    """A uid no other live sandbox uses, so RLIMIT_NPROC counts only this sandbox's processes."""
-    return 200_000 + (os.getpid() % 2000) * 50 + next(_uids) % 50
+def claim_uid() -> tuple[int, int]:
+    """A uid that no other live sandbox on this host holds, and the descriptor whose lock holds it: RLIMIT_NPROC and
+    the memory watchdog count a uid's processes, so two sandboxes sharing one would count each other's. The lock
+    (flock, one file per uid) is the kernel's: it goes with the descriptor's close or its process's death, so a
+    crashed process frees its uids. The lowest free uid is taken, so the files stay as few as the live sandboxes."""
+    UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    for uid in range(UID_BASE, UID_BASE + UID_COUNT):
+        fd = os.open(UID_LOCKS / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return uid, fd
+    raise SandboxUnavailable(f"all {UID_COUNT} sandbox uids are held by live sandboxes")
 
 
 def cache_dir() -> Path:
@@ -260,7 +274,8 @@ class Sandbox:
 
     def __post_init__(self):
         self.workdir = Path(self.workdir).resolve()
-        self.uid = _fresh_uid()
+        self.uid, lock = claim_uid()
+        weakref.finalize(self, os.close, lock)  # the uid is this sandbox's for as long as it lives
 
     @property
     def python(self) -> str:

@@ -9,7 +9,8 @@ on an allow-list, whatever the gold file does: the gold file's own reflection (t
 package's own and its third-party dependencies. An attribute of a standard module is resolved here, in the grader, to what it really
 is: a public name that is not a module outside the allow-list (`enum.bltns` *is* `builtins`) and not one of
 the builtins that run or reach code (`exec`, `getattr`, ...). Not allowed besides: frames, code, globals
-and other reflective dunders, dunder strings, format strings that walk attributes (`"{0.__globals__}"`),
+and other reflective dunders (`__dict__` only as an instance's own, `_own_dict`), dunder strings, format strings that
+walk attributes (`"{0.__globals__}"`),
 dynamic attribute names, `exec`/`eval`/`open`/`globals`..., assignments to modules' attributes,
 `global`, classes and dunder methods where the gold has none. A violation makes the submission invalid
 before any of its code runs.
@@ -147,18 +148,42 @@ class Features:
         self.bindings = bindings
         self.package = package
         self.found: dict[tuple[str, str], int] = {}
+        self.parents: dict[int, ast.AST] = {}
 
     def add(self, kind: str, what: str, node: ast.AST) -> None:
         self.found.setdefault((kind, what), getattr(node, "lineno", 0))
 
-    def scan(self, node: ast.AST) -> Features:
-        parents: dict[int, ast.AST] = {}
+    def scan(self, node: ast.AST, member: bool = False) -> Features:
+        """Scan `node`; `member`: it is a statement of a class body (a method the agent wrote in a gold class)."""
+        self.parents = {id(node): ast.ClassDef(name="", bases=[], keywords=[], body=[], decorator_list=[])} \
+            if member else {}
         for parent in ast.walk(node):
             for child in ast.iter_child_nodes(parent):
-                parents[id(child)] = parent
+                self.parents[id(child)] = parent
         for n in ast.walk(node):
-            self._visit(n, parents.get(id(n)))
+            self._visit(n, self.parents.get(id(n)))
         return self
+
+    def _own_dict(self, node: ast.Attribute) -> bool:
+        """`self.__dict__` where `self` can only be an instance of the class (`__setstate__`'s
+        `self.__dict__.update(state)`): read, on the first parameter of the function it is in, a method defined
+        in a class body, undecorated, never rebound in it, and named by a dunder that agent code cannot name
+        (none of SAFE_DUNDERS), so that only Python's own lookup on an instance calls it: `C.__init__(contextlib)`
+        would hand it a module, and `self = contextlib` any object at all."""
+        if not (isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name)):
+            return False
+        name = node.value.id
+        func = self.parents.get(id(node))
+        while func is not None and not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            func = self.parents.get(id(func))
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or func.decorator_list \
+                or not _dunder(func.name) or func.name in SAFE_DUNDERS \
+                or not isinstance(self.parents.get(id(func)), ast.ClassDef):
+            return False
+        positional = [*func.args.posonlyargs, *func.args.args]
+        if not positional or positional[0].arg != name:
+            return False
+        return not any(_binds(n, name) for n in ast.walk(func) if n is not positional[0])
 
     def _own(self, module: str) -> bool:
         """The package's own modules and its third-party dependencies (python-slugify's `text_unidecode`): code
@@ -208,9 +233,8 @@ class Features:
             self.add("module_attribute", f"{what} (the builtin {getattr(value, '__name__', '?')})", n)
 
     def _attr_name(self, attr: str, node: ast.AST) -> None:
-        if attr == "__dict__" and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id == "self":
-            return  # an object's own attributes (`self.__dict__.update(state)`): no more than `self.x`
+        if attr == "__dict__" and isinstance(node, ast.Attribute) and self._own_dict(node):
+            return  # an instance's own attributes: no more than `self.x`
         if _dunder(attr) and attr not in SAFE_DUNDERS:
             self.add("attribute", attr, node)
         elif attr.startswith(FRAME_PREFIXES) or (attr in STDLIB and _root(attr) not in PURE_MODULES):
@@ -282,6 +306,26 @@ class Features:
             module = "." * n.level + (n.module or "")
             if _root(module) not in PURE_MODULES and not self._own(module):
                 self.add("import", module, n)
+
+
+def _binds(n: ast.AST, name: str) -> bool:
+    """`n` binds (or unbinds, or declares shared) `name` in some scope: assignment and deletion targets, loop and
+    comprehension variables, `:=`, parameters, `except ... as`, `with ... as`, match captures, imports, `def`/`class`
+    names, `global`/`nonlocal`."""
+    if isinstance(n, ast.Name):
+        return n.id == name and not isinstance(n.ctx, ast.Load)
+    if isinstance(n, ast.arg):
+        return n.arg == name
+    if isinstance(n, ast.alias):
+        return (n.asname or _root(n.name)) == name
+    if isinstance(n, (ast.Global, ast.Nonlocal)):
+        return name in n.names
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
+                      ast.MatchStar)):
+        return getattr(n, "name", None) == name
+    if isinstance(n, ast.MatchMapping):
+        return n.rest == name
+    return False
 
 
 def import_bindings(tree: ast.AST) -> dict[str, tuple]:
@@ -419,7 +463,8 @@ class FileScope:
                 self.fail("definition_out_of_scope",
                           f"{sub} is a {'class' if isinstance(child, ast.ClassDef) else 'dunder method'} "
                           "that the original does not define there", child)
-        for (kind, what), line in Features(self.bindings, self.package).scan(node).found.items():
+        member = isinstance(self.gold_defs.get(path.rpartition(".")[0]), ast.ClassDef)
+        for (kind, what), line in Features(self.bindings, self.package).scan(node, member).found.items():
             self.errors.append(Invalid(code=f"construct.{kind}", file=self.rel, line=line, message=(
                 f"{path} uses {kind.replace('_', ' ')} `{what}`, which is not on the allow-list of code an agent "
                 "writes: reflection, runtime patching, dynamic code and the interpreter's internals are not allowed")))

@@ -126,7 +126,7 @@ def load_rows(path: str | Path, upgrade: bool = False) -> tuple[list[TaskRow], l
     are skipped too, unless `upgrade`: then a schema-1 row loads without checks (`fd-validate --record-checks`
     builds them). A row whose checks cannot tell a forger from an implementation (`behaviour.unsound`) leaves the
     task set here, whatever file it comes from, with its reason among the problems (`fd-validate --prune` drops
-    it from the file)."""
+    it from the file), unless `upgrade`: its checks are about to be built again."""
     from feature_deletion.behaviour import unsound
 
     rows, problems = [], []
@@ -144,7 +144,7 @@ def load_rows(path: str | Path, upgrade: bool = False) -> tuple[list[TaskRow], l
                                     f"(this version reads {SCHEMA_VERSION}): rebuild it with fd-build")
                     continue
                 row = TaskRow.model_validate(data)
-                why = unsound(row.checks) if row.checks is not None else None
+                why = unsound(row.checks) if row.checks is not None and not upgrade else None
                 if why:
                     problems.append(f"{path}:{number}: {UNSOUND} {row.id}: {why}")
                     continue

@@ -12,7 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from feature_deletion.behaviour import Replay, Verdict, compare, mode_forger, run_programs, source_copy, unsound
+from feature_deletion.behaviour import (DEADLINE_EXIT, Replay, Verdict, compare, mode_forger, run_programs,
+                                        source_copy, unsound)
 from feature_deletion import validate
 from feature_deletion.builder.deletions import STUB
 from feature_deletion.grading import grade
@@ -90,7 +91,86 @@ def test_answers_never_enter_the_sandbox(tiny_tasks, tmp_path):
     assert seen[0] == "ok", seen
     found = {k[1]: v[1] for k, v in seen[1][1]}
     assert found == {"files": found["files"], "steps": True, "answers": False, "secret": False, "writable": False}
-    assert found["files"] >= 3  # the package, the programs, the results so far
+    assert found["files"] >= 2  # the package and the programs (the results file is written once the code is done)
+
+
+def _package(root: Path, source: str) -> Path:
+    (root / "fdcalc").mkdir()
+    (root / "fdcalc" / "__init__.py").write_text(textwrap.dedent(source))
+    return root
+
+
+def _call(name: str) -> dict:
+    return {"steps": [{"op": "call", "fn": ["ref", "fdcalc", name], "args": [], "kwargs": []}]}
+
+
+def test_agent_code_never_holds_a_descriptor_of_the_replays_results(tiny_tasks, tmp_path):
+    """Red team 2 G2: `os.write` raises no audit event, so the results file must not be open while the code runs:
+    the driver opens it once every program is done."""
+    rows, _, _ = tiny_tasks
+    root = _package(tmp_path, """
+        import os
+
+        def look():
+            fds = []
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    fds.append(os.readlink(f"/proc/self/fd/{fd}"))
+                except FileNotFoundError:  # the listing's own descriptor, closed once listed
+                    pass
+            # Only the suspects and a count: a whole listing can pass fd_calls.MAX_OBSERVATION and come back digested.
+            return [len(fds), sorted(f for f in fds if "results" in f or "fdout" in f),
+                    os.path.exists("/fdout/results.jsonl")]
+    """)
+    replay = run_programs(root, _task(rows, "add:body"), ensure_runner(), Limits(), [_call("look"), _call("look")], {})
+    assert replay.returncode == 0, replay.output_tail
+    for (obs,) in replay.observations:
+        assert obs[:2] != ["digest"] and obs[0] == "ok", obs
+        count, suspects, exists = (x[1] for x in obs[1][1])
+        assert count >= 3 and suspects == [] and not exists, obs
+
+
+def test_a_step_that_swallows_its_timeout_ends_the_replay_at_its_deadline(tiny_tasks, tmp_path):
+    """Red team 2 H2: the step's SIGALRM exception is caught by a bare `except:`; the driver's watchdog ends the
+    replay (a kill reason of its own, not the command's wall clock), keeping the programs done before."""
+    from feature_deletion.grading import behaviour_invalid
+
+    rows, _, _ = tiny_tasks
+    row = _task(rows, "add:body")
+    root = _package(tmp_path, """
+        def one():
+            return 1
+
+        def spin():
+            while True:
+                try:
+                    while True:
+                        pass
+                except:  # noqa: E722
+                    pass
+    """)
+    replay = run_programs(root, row, ensure_runner(), Limits(), [_call("one"), _call("spin"), _call("one")], {})
+    assert replay.returncode == DEADLINE_EXIT and replay.deadline and not replay.timed_out, replay.output_tail
+    assert "past its deadline" in replay.output_tail
+    assert replay.observations == [[["ok", ["int", 1]]], None, None]
+    checks = Checks(programs=[CheckProgram(steps=_call(n)["steps"], expect=[["ok", ["int", 1]]], discriminating=[True],
+                                           heldout=[True]) for n in ("one", "spin", "one")])
+    verdict = compare(checks, replay)
+    assert verdict.deadline and verdict.fraction == 0.0
+    assert [i.code for i in behaviour_invalid(verdict)] == ["replay_deadline"]
+
+
+def test_a_submission_that_passes_its_tests_and_loops_on_held_out_inputs_is_ended_and_paid_nothing(tiny_tasks):
+    """Red team 2 H2 through the grader: the visible calls answered, the held-out ones looping in a bare `except:`.
+    Grading ends at the replay's step deadline with its reason recorded, not at the command's wall clock."""
+    rows, tasks_dir, _ = tiny_tasks
+    row = _task(rows, "add:body")
+    visible = {tuple(a[1] for a in step["args"]) for p in row.checks.programs if not any(p.heldout) for step in p.steps}
+    body = (f"if (a, b) in {sorted(visible)!r}:\n    return a + b\nwhile True:\n    try:\n        while True:\n"
+            "            pass\n    except:\n        pass\n")
+    g = grade(row, tasks_dir, None, ensure_runner(), changes=_with_body(row, body))
+    assert g.reward == 0.0 and g.f2p_passed == g.f2p_total, g.to_dict()
+    assert [i["code"] for i in g.invalid] == ["replay_deadline"] and g.verdict["deadline"], g.invalid
 
 
 def test_gold_and_untouched_and_a_partial_implementation(tiny_tasks):
@@ -127,7 +207,9 @@ def test_a_table_of_the_visible_answers_does_not_pay(tiny_tasks):
     alone = grade(row, tasks_dir, None, runner, changes=changes, layers=PAY_ON_THE_REPORT)
     assert alone.reward == 1.0 and not alone.invalid, alone.failing  # every visible test passes
     g = grade(row, tasks_dir, None, runner, changes=changes)
-    assert g.reward == 0.0 and g.verdict["heldout_matched"] == 0 < g.verdict["heldout"], g.verdict
+    # Some held-out inputs are the visible ones retyped (`behaviour.retyped`: True for 1), which the table answers
+    # as gold does; the others it cannot.
+    assert g.reward == 0.0 and g.verdict["heldout_matched"] < g.verdict["heldout"], g.verdict
 
 
 def test_an_oracle_written_by_the_test_run_is_not_there_for_the_replay(tiny_tasks):
@@ -227,6 +309,87 @@ def test_checks_a_per_function_constant_would_pass_are_unsound():
     # The mode forger, judged by the grader's compare, misses exactly the steps off each function's mode.
     v = compare(sound, mode_forger(sound))
     assert (v.heldout, v.heldout_matched, v.fraction) == (6, 3, 0.0)  # f: 2 of 3, g: 1 of 3
+
+
+def _echoing(fn: str, items: list[int], answer: list) -> CheckProgram:
+    """One held-out call of `fn` on a list, answered `answer` with the driver's echo of the list (`["mutated", ...]`)."""
+    arg = ["list", [["int", i] for i in items]]
+    want = answer + [["mutated", [[0, arg]]]] if answer[0] == "ok" else answer
+    return CheckProgram(steps=[{"op": "call", "fn": ["ref", "m", fn], "args": [arg], "kwargs": []}], expect=[want],
+                        discriminating=[True], heldout=[True])
+
+
+def test_held_out_filters_judge_the_answer_not_the_echoed_arguments_and_count_each_question_once():
+    """Red team 2, A root cause 1: toolz `isiterable` had 28 held-out checks on lists, all answered True; the echo of
+    each list made them 28 different observations, and the filters kept the task (paid 1.0 to code special-cased to
+    the visible inputs). Judged by the answer they are one answer; a question asked in several programs counts once."""
+    from feature_deletion.behaviour import answer_of, held_out_questions
+
+    true, false = ["ok", ["bool", True]], ["ok", ["bool", False]]
+    lists = Checks(programs=[_echoing("isiterable", [i, i + 1], true) for i in range(28)])
+    assert len({json.dumps(e) for p in lists.programs for e in p.expect}) == 28  # what the old filters counted
+    assert answer_of(lists.programs[0].expect[0]) == json.dumps(true)
+    assert unsound(lists) == "too_few_heldout_checks"
+    # Three questions answered True and one answered False, that one asked in three programs: balanced by steps,
+    # three in four by questions.
+    repeated = Checks(programs=[_echoing("f", [i], true) for i in range(3)] + [_echoing("f", [9], false)] * 3)
+    assert len(held_out_questions(repeated.programs)) == 4
+    assert unsound(repeated) == "heldout_one_answer"
+    # The mode forger answers the most common answer of each function and the driver echoes the arguments as gold's
+    # run did: per function one answer (f always True, g always False) is forged whatever the echoes say.
+    per_function = Checks(programs=[_echoing("f", [i], true) for i in range(3)] +
+                          [_echoing("g", [i], false) for i in range(3)])
+    assert unsound(per_function) == "heldout_forgeable"
+    assert compare(per_function, mode_forger(per_function)).fraction == 1.0
+    sound = Checks(programs=[_echoing("f", [1], true), _echoing("f", [2], false), _echoing("f", [3], true),
+                             _echoing("g", [1], false), _echoing("g", [2], true), _echoing("g", [3], false)])
+    assert unsound(sound) is None and compare(sound, mode_forger(sound)).fraction == 0.0
+
+
+def test_held_out_inputs_take_other_types_and_strings_other_separators():
+    """A rebuild special-cased to the tests' types (`isiterable`: ints False, anything else True) or to their word
+    boundaries (`camelize` by `split("_")`, `titleize` by `str.capitalize`) answers gold's held-out checks only where
+    the held-out inputs keep those types and separators."""
+    import random
+
+    from feature_deletion.behaviour import mutate, retyped
+
+    assert ["NoneType", None] in retyped(["int", 5]) and ["float", "5.0"] in retyped(["int", 5])
+    assert ["tuple", [["int", 1]]] in retyped(["list", [["int", 1]]]) and retyped(["callback", {}]) == []
+    rng = random.Random(0)
+    made = [mutate(["str", "camel_case"], rng, {"str": ["x men"]}) for _ in range(300)]
+    tags = {m[0] for m in made}
+    texts = {m[1] for m in made if m[0] == "str"}
+    assert {"str", "NoneType", "list", "bytes", "int"} <= tags
+    assert {"camel__case", "_camel_case", "camel_case_"} <= texts
+    assert any("-" in t for t in texts)  # a separator no argument of the task holds
+    # Inside a container an item keeps its type: only an argument itself is retyped.
+    inner = [mutate(["list", [["int", 1], ["int", 2]]], rng, {}) for _ in range(200)]
+    assert {i[0] for m in inner if m[0] == "list" for i in m[1]} == {"int"}
+
+
+def test_objects_the_tests_make_are_copied_where_the_deleted_code_defines_pickling():
+    """Red team 2, A4-A6: `TTLCache` without `__setstate__`, `juxt` without `__getstate__`/`__setstate__` and
+    `_HashedTuple` without `__getstate__` were paid: no recorded program pickles. A held-out program copies each
+    object a recorded program made (`copy.deepcopy` runs `__reduce_ex__`, `__getstate__`, `__setstate__`) and asks
+    the copy what the program asked the original."""
+    from feature_deletion.behaviour import round_trips
+
+    program = {"steps": [
+        {"op": "new", "cls": ["ref", "m", "Box"], "args": [["int", 1]], "kwargs": []},
+        {"op": "method", "obj": ["slot", 0, []], "name": "put", "args": [["int", 2]], "kwargs": []},
+        {"op": "call", "fn": ["ref", "m", "f"], "args": [["int", 3]], "kwargs": []},
+        {"op": "method", "obj": ["slot", 0, []], "name": "get", "args": [["slot", 2, []]], "kwargs": []},
+        {"op": "method", "obj": ["slot", 0, []], "name": "__len__", "args": [], "kwargs": []}]}
+    (made, parent, site), = round_trips([program])
+    steps = made["steps"]
+    assert (parent, site) == (0, 5) and steps[:5] == program["steps"]
+    assert steps[5] == {"op": "call", "fn": ["ref", "copy", "deepcopy"], "args": [["slot", 0, []]], "kwargs": []}
+    # The copy is asked what the original was asked after it was made (the other slots it refers to stay), then the
+    # class's probes (`__len__`, the argument-free call the tests make).
+    assert [(s["name"], s["obj"], s["args"]) for s in steps[6:]] == [
+        ("put", ["slot", 5, []], [["int", 2]]), ("get", ["slot", 5, []], [["slot", 2, []]]),
+        ("__len__", ["slot", 5, []], []), ("__len__", ["slot", 5, []], [])]
 
 
 def test_held_out_programs_are_taken_in_turns_by_answer_where_one_answer_would_cover_most():

@@ -8,7 +8,7 @@ import json
 import re
 from collections import Counter
 
-from feature_deletion.behaviour import Verdict, check_behaviour, unsound
+from feature_deletion.behaviour import Verdict, check_behaviour, held_out_questions, unsound
 from feature_deletion.builder.deletions import STUB
 from feature_deletion.grading import grade
 from feature_deletion.rollout import ToolSession
@@ -44,7 +44,8 @@ def test_tasks_whose_held_out_checks_one_answer_covered_are_kept_only_with_check
         if task not in by_id:
             assert report["dropped_tasks"][task] == "too_few_heldout_checks"
             continue
-        answers = Counter(json.dumps(e) for p in by_id[task].checks.programs for e, h in zip(p.expect, p.heldout) if h)
+        # Counted as the filter counts them (issue 28, red team 2): each held-out question once, by its answer.
+        answers = Counter(answer for _, answer in held_out_questions(by_id[task].checks.programs).values())
         assert 2 * answers.most_common(1)[0][1] <= answers.total() and unsound(by_id[task].checks) is None, task
     assert "heldout_one_answer" not in report["reasons"] and report["kept"] == len(rows)
 

@@ -51,9 +51,14 @@ def test_an_iterator_the_tests_pass_is_also_handed_over_as_a_list_and_never_is_a
     assert kinds == {"stream", "list"}
     assert ["list", stream[1]["items"]] in [mutate(stream, random.Random(s), {}) for s in range(40)]
     # An infinite ttl (cachetools' default in its tests) becomes a finite one, with its sign.
-    assert {float(mutate(["float", "inf"], random.Random(s), {})[1]) for s in range(40)} <= {0.5, 1.0, 2.0, 10.0}
-    assert float(mutate(["float", "-inf"], random.Random(0), {})[1]) < 0
-    assert mutate(["float", "nan"], random.Random(0), {}) is None
+    # (Some arguments are given another type instead, `behaviour.retyped`: only the floats are asked about here.)
+    def floats(value):
+        made = [mutate(["float", value], random.Random(s), {}) for s in range(40)]
+        return [float(m[1]) for m in made if m and m[0] == "float"]
+
+    assert floats("inf") and set(floats("inf")) <= {0.5, 1.0, 2.0, 10.0}
+    assert floats("-inf") and all(x < 0 for x in floats("-inf"))
+    assert floats("nan") == []
 
 
 def test_arguments_left_out_let_defaults_answer():
@@ -131,4 +136,7 @@ def test_the_red_teams_wrong_rebuilds_fail_the_rebuilt_checks(task, label, chang
     verdict = check_behaviour(row, tasks.parent, runner_for(row), Limits(), "namespace", changes,
                               agent_lines(row, changes))
     assert verdict.fraction == 0.0, (label, verdict)
-    assert verdict.heldout_matched < verdict.heldout or verdict.discriminating_matched < verdict.discriminating
+    # Refused by a check it answers unlike gold: a discriminating or held-out one, or one the untouched code answers
+    # like gold (`broke`: TLRUCache.popitem's checks rebuilt with the answer-based held-out filter catch it there).
+    assert verdict.heldout_matched < verdict.heldout or verdict.discriminating_matched < verdict.discriminating \
+        or verdict.broke

@@ -91,6 +91,49 @@ def test_every_operator_makes_mutants_that_change_only_the_definition():
     assert {m.label.split(":")[1].split("#")[0] for m in mutation.mutants(row, limit=7)} == ops
 
 
+BOX = '''
+class Box:
+    """One item."""
+
+    def __init__(self, item):
+        self.item = item
+
+    def __getstate__(self):
+        """What a pickle keeps."""
+        return self.item
+
+    def __setstate__(self, state):
+        self.item = state
+'''
+
+
+def _box_row(mode: str, qualnames: list[str]):
+    class Row:
+        gold_files = {"m.py": BOX.lstrip()}
+        deletion = Deletion(mode=mode, size="small", lines_removed=4, targets=[
+            Target(file="m.py", qualname=q, kind="class" if "." not in q else "method", signature="") for q in qualnames])
+    return Row()
+
+
+def test_incomplete_rebuilds_are_mutants_each_deleted_method_left_as_the_stub():
+    """Red team 2, A4-A6: a class rebuilt but for its pickling methods was paid. Such an incomplete rebuild is a mutant
+    (`STUB`) whatever the operator budget: one per deleted method, or per method of a deleted class."""
+    from feature_deletion.builder.deletions import STUB
+
+    methods = _box_row("body", ["Box.__init__", "Box.__getstate__", "Box.__setstate__"])
+    stubs = [m for m in mutation.mutants(methods, limit=0)]
+    assert [m.label for m in stubs] == ["Box.__init__:STUB#0", "Box.__getstate__:STUB#0", "Box.__setstate__:STUB#0"]
+    for m in stubs:
+        cls = ast.parse(m.text).body[0]
+        stubbed = [f.name for f in cls.body if isinstance(f, ast.FunctionDef) and ast.unparse(ast.parse(STUB)) in ast.unparse(f)]
+        assert stubbed == [m.label.split(":")[0].split(".")[1]]
+    assert '"""What a pickle keeps."""' in stubs[1].text  # the docstring stays, as the builder deletes a body
+    whole = _box_row("definition", ["Box"])
+    assert [m.label for m in mutation.mutants(whole, limit=0)] == ["Box:STUB#0", "Box:STUB#1", "Box:STUB#2"]
+    # One deleted function has no incomplete rebuild but the untouched task.
+    assert not [m for m in mutation.mutants(_row("clip")) if "STUB" in m.label]
+
+
 def test_the_dropped_replace_is_a_mutant_and_the_dash_is_a_constant_to_hunt_with():
     row = _row("snake")
     texts = {m.label: m.text for m in mutation.mutants(row)}

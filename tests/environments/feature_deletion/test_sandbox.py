@@ -251,3 +251,36 @@ def test_system_v_shared_memory_dies_with_the_command(tmp_path, runner):
     for shmid in left:
         subprocess.run(["ipcrm", "-m", str(shmid)], check=False)
     assert left == []
+
+
+
+def test_live_sandboxes_never_share_a_uid_in_one_process_or_across_processes(tmp_path, monkeypatch):
+    """Red team 2 H1: uids were `pid % 2000` blocks of 50, reused after 50 sandboxes and shared across processes
+    whose pids agree modulo 2000; RLIMIT_NPROC and the memory watchdog count a uid's processes. Another process's
+    live sandbox keeps its uid until that process dies (the kernel drops its lock), then the uid is free again.
+    (A lock directory of the test's own, so that sandboxes other tests make meanwhile take no uid of it.)"""
+    import gc
+
+    from feature_deletion import sandbox
+
+    monkeypatch.setattr(sandbox, "UID_LOCKS", tmp_path / "uids")
+    told, tell = os.pipe()
+    wait, release = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # another process on the host, holding a live sandbox until told to go
+        kept = Sandbox(tmp_path)
+        os.write(tell, str(kept.uid).encode())
+        os.read(wait, 1)
+        os._exit(0)
+    try:
+        held = int(os.read(told, 32))
+        live = [Sandbox(tmp_path) for _ in range(120)]
+        uids = [sb.uid for sb in live]
+        assert held == sandbox.UID_BASE and len(set(uids)) == len(uids) and held not in uids
+        freed = live.pop().uid
+        gc.collect()
+        assert Sandbox(tmp_path).uid == freed  # a sandbox gone gives its uid back
+    finally:
+        os.write(release, b"x")
+        os.waitpid(pid, 0)
+    assert Sandbox(tmp_path).uid == held  # and a process gone, all of its sandboxes' uids

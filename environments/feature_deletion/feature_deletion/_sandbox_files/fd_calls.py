@@ -23,6 +23,14 @@ As a script (`python fd_calls.py PROGRAMS.json RESULTS.jsonl`): installs the gra
 [index, observations], an observation per step: the result
 (plain data, or a handle numbered by first appearance with its kind), the raised exception's type,
 arguments mutated in place and how far streams were read.
+
+A step may run STEP_S seconds: then an exception is raised inside it (SIGALRM), and the step is observed as a
+timeout. Code that catches it (a bare `except:`) is ended at STEP_S + STEP_SLACK_S by a watchdog thread
+(`os._exit(DEADLINE_EXIT)`, which nothing in the step can catch), or by the kernel (SIGPROF, whose default action
+ends the process) where the step holds the interpreter in C for as much CPU time. The results file is opened only
+when no agent code runs (every program done, or the watchdog ending the driver) and the driver leaves with
+`os._exit`: agent code never holds a descriptor of it, and no exit handler or finaliser of it runs after it is
+written.
 """
 
 import collections
@@ -39,6 +47,7 @@ import random
 import signal
 import sys
 import threading
+import time
 import types
 
 TEST_DIRS = {"tests", "test", "testing"}  # feature_deletion.task.TEST_DIRS
@@ -53,6 +62,8 @@ MAX_STR = 100_000
 MAX_DEPTH = 40
 MAX_OBSERVATION = 1000  # characters: a longer observation is compared by its SHA-256
 STEP_S = 3  # seconds one replayed step may run
+STEP_SLACK_S = 2  # past STEP_S + this, a step that caught its timeout ends the driver
+DEADLINE_EXIT = 87  # the driver's exit status when it does (feature_deletion.behaviour.DEADLINE_EXIT)
 
 
 class Unrecordable(Exception):
@@ -849,6 +860,7 @@ class _Timeout(Artifact):
 class Driver:
     def __init__(self):
         self.flag = None
+        self.clock = None  # (start,) of the running step, a new tuple for each step; None between steps
 
     def artifact(self, kind):
         if self.flag is None:
@@ -903,7 +915,13 @@ class Driver:
         random.seed(seed)
         out = []
         for step in steps:
-            obs, result, ok = self.step(step)
+            self.clock = (time.monotonic(),)
+            signal.setitimer(signal.ITIMER_PROF, STEP_S + STEP_SLACK_S)
+            try:
+                obs, result, ok = self.step(step)
+            finally:
+                signal.setitimer(signal.ITIMER_PROF, 0)
+                self.clock = None
             out.append(obs)
             self.slots.append(result)
             self.failed.append(not ok)
@@ -978,23 +996,50 @@ class _Unavailable(Exception):
     """A step refers to a result an earlier step did not produce."""
 
 
+def write_results(path, lines):
+    with open(path, "w") as out:
+        out.write("".join(line + "\n" for line in lines))
+
+
+def watch(driver, done, path):
+    """End the driver when a step runs past STEP_S + STEP_SLACK_S, keeping the programs already done."""
+    while True:
+        time.sleep(0.25)
+        mark = driver.clock
+        if mark is not None and time.monotonic() - mark[0] > STEP_S + STEP_SLACK_S and driver.clock is mark:
+            write_results(path, list(done))
+            os.write(2, f"\nfd-calls: program {len(done)} ran a step past its deadline ({STEP_S + STEP_SLACK_S} s): "
+                        "its code caught the timeout; the replay is ended\n".encode())
+            os._exit(DEADLINE_EXIT)
+
+
 def main():
     import fd_guard  # noqa: F401 - installs the grader's audit hook (FD_GUARD) before any code of the task loads
 
     with open(sys.argv[1]) as f:
         programs = json.load(f)
     driver = Driver()
+    done = []
 
     def alarm(signum, frame):
         driver.flag = driver.flag or "timeout"
         raise _Timeout("step")
 
     signal.signal(signal.SIGALRM, alarm)
-    with open(sys.argv[2], "w") as out:
-        for index, program in enumerate(programs):
-            observations = driver.run(program["steps"], int(os.environ.get("FD_SEED", "0")))
-            out.write(json.dumps([index, observations]) + "\n")
-            out.flush()
+    threading.Thread(target=watch, args=(driver, done, sys.argv[2]), daemon=True).start()
+    for index, program in enumerate(programs):
+        observations = driver.run(program["steps"], int(os.environ.get("FD_SEED", "0")))
+        done.append(json.dumps([index, observations]))
+    import gc
+
+    driver.clock = (time.monotonic(),)  # the agent's finalisers run now, under the deadline, and never again
+    gc.collect()
+    gc.disable()
+    driver.clock = None
+    write_results(sys.argv[2], done)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,15 @@ introspection, `ctypes`, processes, sockets, signals, attributes set on function
 opened for writing. What runs while a module is imported (the import system, a module's top level) is not
 restricted: agent code can only import standard modules and the package's own, which the scope check allows.
 
+Processes are refused more widely: once a file the agent wrote has been loaded (its module's code executed), a
+process event (exec, spawn, fork, `os.system`, `subprocess.Popen`, signals to other processes) ends the process
+unless one of the task's own test files is on the stack and no agent line is, whatever else the stack holds: an
+exit handler the agent registered (`atexit.register(os.execl, "/bin/sh", ...)`) runs with no frame of it on the
+stack, and a callable that C code calls has no Python caller at all. FD_GUARD_TESTS=<json [path, ...]> names
+those test files (none in the checks' replay, which starts no process). `os.write` and `os._exit` raise no audit
+event in CPython 3.11-3.13: the descriptors the grader reads are kept from agent code instead (the replay opens
+its results file only once no agent code runs, `_sandbox_files/fd_calls.py`).
+
 This is defence in depth: the verdict never rests on what a process that ran agent code says (the
 grader compares the replayed programs' results itself); the hook makes the cheap attacks fail loudly.
 CPython 3.11 audits neither `__globals__` reads nor `sys.modules` lookups, so those stay with the scope
@@ -44,13 +53,19 @@ DENY_IMPORTS = frozenset({"ctypes", "_ctypes", "gc", "subprocess", "_posixsubpro
                           "multiprocessing", "_multiprocessing", "pty", "signal", "_signal", "faulthandler",
                           "tracemalloc", "_tracemalloc", "resource", "mmap", "_thread", "threading"})
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+PROCESS_EVENTS = frozenset({"os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg", "subprocess.Popen",
+                            "signal.pthread_kill"})
+PROCESS_PREFIXES = ("os.exec", "os.spawn", "os.posix_spawn", "pty.")
 
 
-def install(lines):
-    """Install the hook for {path: [[first, last], ...]}; the ranges live only in its closure."""
+def install(lines, tests=()):
+    """Install the hook for {path: [[first, last], ...]} and the test files `tests`; both live only in its
+    closure."""
     ranges = {path: tuple((int(a), int(b)) for a, b in spans) for path, spans in lines.items()}
+    trusted = frozenset(tests)
     getframe, write, exit_now = sys._getframe, os.write, os._exit
     busy = [False]
+    loaded = [False]  # a file the agent wrote has been executed: its code may run from now on, from anywhere
 
     def agent_running(frame):
         """The innermost frame running a line the agent wrote, unless a module is being imported above it (the
@@ -78,18 +93,39 @@ def install(lines):
             return isinstance(flags, int) and bool(flags & WRITE_FLAGS)
         return True
 
+    def test_running(frame):
+        while frame is not None:
+            if frame.f_code.co_filename in trusted:
+                return True
+            frame = frame.f_back
+        return False
+
+    def refuse(message):
+        write(2, f"\nfd-guard: {message}: refused\n".encode())
+        exit_now(EXIT)
+
     def hook(event, args):
-        if busy[0] or not (event in EVENTS or event.startswith(PREFIXES)):
+        if busy[0]:
+            return
+        if event == "exec" and not loaded[0]:
+            loaded[0] = getattr(args[0], "co_filename", None) in ranges
+        process = event in PROCESS_EVENTS or event.startswith(PROCESS_PREFIXES)
+        if not (process or event in EVENTS or event.startswith(PREFIXES)):
             return
         busy[0] = True
         try:
-            caller = getframe(1)
+            try:
+                caller = getframe(1)
+            except ValueError:  # called from C with no Python frame: an exit handler, a finaliser
+                caller = None
             agent = agent_running(caller)
             if agent is not None and restricted(event, args, caller):
                 where = f"{agent.f_code.co_filename}:{agent.f_lineno}"
                 via = "" if caller is agent else f" (through {caller.f_code.co_filename}:{caller.f_lineno})"
-                write(2, f"\nfd-guard: {event} from the agent's code at {where}{via}: refused\n".encode())
-                exit_now(EXIT)
+                refuse(f"{event} from the agent's code at {where}{via}")
+            if process and loaded[0] and not test_running(caller):
+                where = "no Python caller" if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno}"
+                refuse(f"{event} after the agent's code was loaded, from {where}, not from a test")
         finally:
             busy[0] = False
 
@@ -99,7 +135,7 @@ def install(lines):
 def install_from_env():
     spec = os.environ.get("FD_GUARD")
     if spec:
-        install(json.loads(spec))
+        install(json.loads(spec), json.loads(os.environ.get("FD_GUARD_TESTS", "[]")))
 
 
 # As a pytest plugin (`-p fd_guard`) it is imported while pytest parses its arguments: before conftest files,

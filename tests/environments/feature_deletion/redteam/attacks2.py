@@ -211,6 +211,7 @@ def _stubbed_file(row: TaskRow, qualnames: list[str]) -> list[tuple[str, dict]]:
 # Mutants of gold that the kept checks pass (a replay of every mutant on the task's checks; the builder tried at
 # most 40 per task, and the 59 tasks not rebuilt for issue 28 were never tried against mutants at all). Only
 # those that change what the code does are kept here (not a message text, a warning, a cache size).
+EQUIVALENT_REBUILDS: dict[str, Attack] = {}
 MUTANTS = {
     "excepts_handler_not_called": ("functoolz.py:excepts:methods", "excepts.__call__:SDL#2",
                                    "`return self.handler(e)` dropped: the exception is swallowed, None returned"),
@@ -235,7 +236,13 @@ MUTANTS = {
                                   "`i = i - remaining` dropped: skips miscounted, not a uniform sample"),
     "ichunk_caches_too_much": ("more.py:_ichunk:body", "_ichunk:AOR#0", "`n - len(cache)` -> n + len(cache)"),
 }
+# Paid, and rightly: the change is equivalent as far as any caller can tell (FINDINGS_2.md, "Paid but equivalent").
+EQUIVALENT = {"unzip_last_head", "ttlcache_getitem_expired", "ichunk_caches_too_much"}
 for _name, (_task, _label, _what) in MUTANTS.items():
-    PAID[_name] = Attack(_task, functools.partial(lambda label, r: mutant(r, label), _label), _what)
+    _attack = Attack(_task, functools.partial(lambda label, r: mutant(r, label), _label), _what)
+    if _name in EQUIVALENT:
+        EQUIVALENT_REBUILDS[_name] = _attack
+    else:
+        PAID[_name] = _attack
 
-ATTACKS: dict[str, Attack] = {**PAID}
+ATTACKS: dict[str, Attack] = {**PAID, **EQUIVALENT_REBUILDS}

@@ -43,14 +43,13 @@ time.sleep(max(0, _stop - time.time()))
 
 
 def _next_uid_is(uid: int) -> None:
-    """Advance this process's sandbox uid counter (50 uids, in turn) so that the next Sandbox made gets `uid`."""
-    base = uid - (uid - 200_000) % 50
-    before = base + (uid - base - 1) % 50
+    """Make sandboxes until one gets `uid` (the old allocator handed out 50 uids per process, in turn): with uids
+    unique among live sandboxes none does, and the victim's grading below gets a uid of its own."""
     with tempfile.TemporaryDirectory() as work:
         for _ in range(60):
-            if Sandbox(work).uid == before:
+            if Sandbox(work).uid == uid:
                 return
-    raise AssertionError("the uid counter did not come round")
+    print(f"no sandbox made while the attacker's lives gets its uid {uid}")
 
 
 def test_a_rollout_holding_its_uid_does_not_zero_another_rollouts_gold():
@@ -65,7 +64,7 @@ def test_a_rollout_holding_its_uid_does_not_zero_another_rollouts_gold():
         for name, args in gold_calls(row):
             victim.call(name, json.dumps(args), 2)
         victim.call("submit", "{}", 4)
-        _next_uid_is(attacker.workspace.sandbox.uid)  # the victim's grading run gets the attacker's uid
+        _next_uid_is(attacker.workspace.sandbox.uid)  # tries to give the victim's grading run the attacker's uid
         outcome = victim.finish(last_turn=4, turns=2)
         holding.join()
         print(f"victim (gold) reward {outcome.reward}; grading output: {outcome.grade['output_tail'][-300:]!r}")

@@ -11,7 +11,7 @@ Reproduce: FD_REDTEAM=1 [FD_REDTEAM_HELDOUT=/path/tasks.jsonl] \\
 from __future__ import annotations
 
 import pytest
-from attacks2 import HELDOUT, PAID, needs_heldout, row_of, tasks_dir_of
+from attacks2 import EQUIVALENT_REBUILDS, HELDOUT, PAID, needs_heldout, row_of, tasks_dir_of
 from harness import play, record
 
 
@@ -25,3 +25,14 @@ def test_wrong_rebuild_is_not_paid(name):
     record("redteam2_paid", [played])
     print(f"{name} ({attack.what}): {played.line()}")
     assert played.reward == 0.0, f"{attack.what}: paid {played.reward:.3f}"
+
+
+@pytest.mark.parametrize("name", sorted(EQUIVALENT_REBUILDS))
+def test_an_equivalent_rebuild_is_paid(name):
+    """The mutants the red team found paid but equivalent (`head[-1]` of a one-item `head`, ...): an implementation,
+    which the checks must keep paying (a check that refused them would cost honest agents reward)."""
+    attack = EQUIVALENT_REBUILDS[name]
+    row = row_of(attack.task)
+    played = play(row, attack.calls(row), tasks_dir=tasks_dir_of(attack.task))
+    print(f"{name} ({attack.what}): {played.line()}")
+    assert played.reward == 1.0, f"{attack.what}: paid {played.reward:.3f}"

@@ -60,26 +60,25 @@ class WeightReloadWorker:
         try:
             self.reload_weights(weights_iterator=iter_checkpoint_tensors(Path(path), copies))
         except BaseException:
-            self._abandon_reload()
+            _abandon_reload(self.model_runner.get_model(), self.vllm_config.model_config)
             raise
 
-    def _abandon_reload(self) -> None:
-        """Undo what a failed in-place reload left behind. vLLM keeps its layer-wise reload state per layer
-        (layerwise.LAYERWISE_INFO) and clears it only at the end of a load that succeeds: a load that fails
-        part-way leaves layers on the meta device, holding the tensors they buffered, and the next reload skips
-        setting them up and processes those tensors again (the version served before could not be loaded back:
-        the same error). Each such layer drops what it buffered; vLLM's own finalize then puts its old tensors
-        back and resets it."""
-        from vllm.model_executor.model_loader.reload.layerwise import (finalize_layerwise_reload,
-                                                                       get_layerwise_info)
 
-        model = self.model_runner.get_model()
-        for layer in model.modules():
-            info = get_layerwise_info(layer)
-            if info.can_load():
-                info.loaded_weights.clear()
-                info.load_numel = 0
-        finalize_layerwise_reload(model, self.vllm_config.model_config)
+def _abandon_reload(model, model_config) -> None:
+    """Undo what a failed in-place reload left behind. vLLM keeps its layer-wise reload state per layer
+    (layerwise.LAYERWISE_INFO) and clears it only at the end of a load that succeeds: a load that fails part-way
+    leaves layers on the meta device, holding the tensors they buffered, and the next reload skips setting them up
+    and processes those tensors again (the version served before could not be loaded back: the same error). Each
+    such layer drops what it buffered; vLLM's own finalize then puts its old tensors back and resets it.
+    A function, not a method: vLLM makes every method of the extension a collective_rpc target."""
+    from vllm.model_executor.model_loader.reload.layerwise import finalize_layerwise_reload, get_layerwise_info
+
+    for layer in model.modules():
+        info = get_layerwise_info(layer)
+        if info.can_load():
+            info.loaded_weights.clear()
+            info.load_numel = 0
+    finalize_layerwise_reload(model, model_config)
 
 
 class _VersionGate:

@@ -32,6 +32,7 @@ from composer_prime.cli import run_cli
 from composer_prime.chat import ChatMessage, ToolCall
 from composer_prime.configs.rollout import EnvConfig
 from composer_prime.rollout.envs import Environment, Example, ToolSession, load_environment
+from composer_prime.utils.net import KEEP_ALIVE_S
 
 
 class ComposerAction(Action):
@@ -154,7 +155,7 @@ def main(config: OpenEnvServeConfig) -> None:
     import uvicorn
 
     uvicorn.run(create_app(config.env, config.split, config.max_turns, config.max_sessions),
-                host=config.host, port=config.port, log_level="warning")
+                host=config.host, port=config.port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
 
 
 def cli() -> None:

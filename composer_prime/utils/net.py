@@ -6,9 +6,10 @@ import socket
 
 from composer_prime.errors import UserError
 
-# How long our servers keep an idle connection open. httpx's pool reuses one for up to 5 s and uvicorn's default
-# closes it after 5 s, so a request sent as the server closes died as ReadError: one such drop ended a quickstart
-# at step 217 ("lost the inference server"). A server must outlast its clients' pools.
+# How long our servers (inference, broadcast, ServedApp, OpenEnv) keep an idle connection open. httpx's pool reuses
+# one for up to 5 s and uvicorn's default closes it after 5 s, so a request sent as the server closes died as
+# ReadError: one such drop ended a quickstart at step 217 ("lost the inference server"). A server must outlast its
+# clients' pools.
 KEEP_ALIVE_S = 75
 
 

@@ -47,7 +47,7 @@ from feature_deletion.task import CheckProgram, Checks, TaskRow, apply_files, is
 RESULTS = "results.jsonl"  # what the driver writes in the sandbox's output dir, one [index, observations] a line
 GUARD_EXIT = 86  # _sandbox_files/fd_guard.py's EXIT
 DEADLINE_EXIT = 87  # _sandbox_files/fd_calls.py's: a step caught its timeout and the driver's watchdog ended it
-STEP_DEADLINE_S = 3 + 2  # fd_calls.STEP_S + STEP_SLACK_S: past it a step is ended, by the watchdog or by SIGPROF
+STEP_DEADLINE_S = 3 + 2 + 1  # fd_calls.STEP_S + STEP_SLACK_S + PROF_SLACK_S: by then a step is ended, by the watchdog or by SIGPROF
 REPLAY_START_S = 60.0  # the replay's sandbox and interpreter starting, beside its steps' deadlines
 MIN_HELDOUT = 3  # held-out steps a task needs, with at least two different answers among them
 MAX_VARIANTS = 100  # held-out programs tried per task

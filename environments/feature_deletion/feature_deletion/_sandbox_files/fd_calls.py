@@ -27,7 +27,7 @@ arguments mutated in place and how far streams were read.
 A step may run STEP_S seconds: then an exception is raised inside it (SIGALRM), and the step is observed as a
 timeout. Code that catches it (a bare `except:`) is ended at STEP_S + STEP_SLACK_S by a watchdog thread
 (`os._exit(DEADLINE_EXIT)`, which nothing in the step can catch), or by the kernel (SIGPROF, whose default action
-ends the process) where the step holds the interpreter in C for as much CPU time. The results file is opened only
+ends the process) where the step holds the interpreter in C for PROF_SLACK_S more CPU time. The results file is opened only
 when no agent code runs (every program done, or the watchdog ending the driver) and the driver leaves with
 `os._exit`: agent code never holds a descriptor of it, and no exit handler or finaliser of it runs after it is
 written.
@@ -63,6 +63,10 @@ MAX_DEPTH = 40
 MAX_OBSERVATION = 1000  # characters: a longer observation is compared by its SHA-256
 STEP_S = 3  # seconds one replayed step may run
 STEP_SLACK_S = 2  # past STEP_S + this, a step that caught its timeout ends the driver
+# SIGPROF is the backstop for a step that holds the interpreter in C, so it fires this much later than the watchdog:
+# one spinning thread's CPU time never runs ahead of the wall clock, and the watchdog polls every 0.25 s, so at the
+# same mark the kernel could win the race (exit 155, the programs already done lost) on a quiet machine.
+PROF_SLACK_S = 1
 DEADLINE_EXIT = 87  # the driver's exit status when it does (feature_deletion.behaviour.DEADLINE_EXIT)
 
 
@@ -916,7 +920,7 @@ class Driver:
         out = []
         for step in steps:
             self.clock = (time.monotonic(),)
-            signal.setitimer(signal.ITIMER_PROF, STEP_S + STEP_SLACK_S)
+            signal.setitimer(signal.ITIMER_PROF, STEP_S + STEP_SLACK_S + PROF_SLACK_S)
             try:
                 obs, result, ok = self.step(step)
             finally:

@@ -41,10 +41,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from feature_deletion.fstree import remove_tree, temporary_directory
-from feature_deletion.sandbox import Limits, Sandbox
+from feature_deletion.sandbox import Limits, Sandbox, read_output
 from feature_deletion.task import CheckProgram, Checks, TaskRow, apply_files, is_test_path, materialize
 
 RESULTS = "results.jsonl"  # what the driver writes in the sandbox's output dir, one [index, observations] a line
+RESULTS_BYTES_PER_STEP = 8192  # an observation (<= fd_calls.MAX_OBSERVATION characters, JSON-escaped) and its extras
 GUARD_EXIT = 86  # _sandbox_files/fd_guard.py's EXIT
 DEADLINE_EXIT = 87  # _sandbox_files/fd_calls.py's: a step caught its timeout and the driver's watchdog ended it
 STEP_DEADLINE_S = 3 + 2 + 1  # fd_calls.STEP_S + STEP_SLACK_S + PROF_SLACK_S: by then a step is ended, by the watchdog or by SIGPROF
@@ -139,8 +140,8 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
                              "FD_SEED": str(seed)},
                         wall_s=min(limits.wall_s, REPLAY_START_S + steps * STEP_DEADLINE_S))
         observations: list[list | None] = [None] * len(programs)
-        path = Path(out) / RESULTS
-        text = path.read_text(errors="replace") if path.is_file() else ""
+        # every observation is at most MAX_OBSERVATION characters or a digest: a longer file is not the driver's
+        text = read_output(Path(out) / RESULTS, RESULTS_BYTES_PER_STEP * steps + 64 * len(programs) + 4096) or ""
         sb.outdir = None
     for line in text.splitlines():
         try:
@@ -542,6 +543,22 @@ def _settled(first: list | None, second: list | None) -> int:
     return n
 
 
+def _seeded(first: list | None, again: list | None, other: list | None) -> bool:
+    """Whether a program's answers on gold depend on the seed of `random`: a step answered alike by two processes of
+    the same seed (`first`, `again`) and otherwise under another seed (`other`). Such a feature cannot be graded
+    soundly: the steps both seeds agree on are those where the draw does not matter (one key left to evict), so a
+    rebuild that draws from the first few items, or not at all, answers them like gold (red team 3, R: RRCache.popitem
+    evicting FIFO was paid 1.0). Steps two processes of one seed disagree on (hash order, clocks) end the comparison."""
+    if first is None or again is None or other is None:
+        return False
+    for a, b, c in zip(first, again, other):
+        if a != b or a[0] in ("artifact", "timeout"):
+            return False
+        if a != c:
+            return True
+    return False
+
+
 def _question(step: dict) -> str | None:
     """What a call of a function with plain-data arguments asks, whose answer a table of them could give; None for
     a step whose answer depends on the state an earlier step left (a method, an iterator, a callback's answers)."""
@@ -589,6 +606,9 @@ def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Pa
     broken = run_programs(broken_root, row, runner, limits, programs, {})
     if all(o is None for o in first.observations):
         return "gold_replay_failed"
+    again = run_programs(gold_root, row, runner, limits, programs, lines)
+    if any(_seeded(*runs) for runs in zip(first.observations, again.observations, second.observations)):
+        return "random_dependent"
     out: list[Candidate] = []
     expect_of: dict[int, list] = {}
     # A changed step that happens to ask what some recorded step asks is no held-out check: the answer is visible.

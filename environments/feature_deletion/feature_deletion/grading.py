@@ -27,13 +27,18 @@ from pathlib import Path
 
 from feature_deletion.behaviour import GUARD_EXIT, Verdict, check_behaviour
 from feature_deletion.fstree import Quota, QuotaExceeded, temporary_directory, walk
-from feature_deletion.sandbox import Limits, RunResult, Sandbox
+from feature_deletion.sandbox import Limits, RunResult, Sandbox, read_output
 from feature_deletion.scope import Invalid, agent_lines, check_scope
 from feature_deletion.task import TaskRow, apply_files, is_stripped, is_test_path, materialize
 
 MAX_FILE_BYTES = 1 << 20
 # Grading reads pytest's whole summary (one line per test) from the output's tail.
 GRADING_OUTPUT_KB = 16 * 1024
+# report.json is one short entry per test (about 100 bytes): 4 MiB holds a suite of 40,000; a longer one is no report
+REPORT_MAX_BYTES = 4 * 1024 * 1024
+# A short summary longer than this is not pytest's (red team 3, H4: 200,000 entries printed into it): a test has an
+# entry, one more for an error in its teardown, one per failed subtest; a file that fails to collect has one
+ENTRIES_PER_TEST, MAX_FILE_ENTRIES = 16, 64
 # Summary flags: one line with the node id for every passed, failed, erroring, xfailed and xpassed test.
 SUMMARY_FLAGS = "-rfEpxX"
 LAYERS = frozenset({"scope", "guard", "canaries", "report", "behaviour"})
@@ -87,12 +92,15 @@ def run_pytest(sb: Sandbox, row_import_root: str, tests: list[str] | None, cover
             argv = pytest_argv(sb, tests, summary, record is not None, guard is not None)
             result = sb.run(argv, env=env, wall_s=wall_s)
             outcomes = {}
-            if report.is_file() and not report.is_symlink():
+            text = read_output(report, REPORT_MAX_BYTES)
+            if text is not None:
                 try:
-                    outcomes = json.loads(report.read_text())
-                except (json.JSONDecodeError, UnicodeDecodeError):
+                    outcomes = json.loads(text)
+                except (json.JSONDecodeError, RecursionError):
                     outcomes = {}
-            return result, outcomes if isinstance(outcomes, dict) else {}
+            if not isinstance(outcomes, dict) or not all(isinstance(o, str) for o in outcomes.values()):
+                outcomes = {}  # what a conftest of the agent's wrote in its place: never kept (Workspace.last_outcomes)
+            return result, outcomes
         finally:
             if owned:
                 sb.outdir = None
@@ -232,27 +240,40 @@ def summary_outcomes(output: str, nodeids: list[str]) -> dict[str, str]:
     or empty lines (pytest prints whole multi-line messages when it thinks it runs in CI). The block
     ends at its first other line (pytest's final counts), so lines printed after it (by a finaliser,
     say) are not read; a second header means something printed a summary of its own, and nothing is
-    read at all."""
+    read at all; nor is it when the block has more entries than the run's tests could make."""
     lines = output.splitlines()
     headers = [i for i, line in enumerate(lines) if re.match(r"=+ short test summary info =+$", line)]
     if len(headers) != 1:
         return {}
-    known = sorted(nodeids, key=len, reverse=True)
+    known = set(nodeids)
     found: dict[str, str] = {}
+    entries = 0
     for line in lines[headers[0] + 1:]:
         if not line.strip() or line[0].isspace():
             continue
         m = SUMMARY_ENTRY.match(line)
         if m is None or m["word"] not in SUMMARY_WORDS:
             break
+        entries += 1
+        if entries > ENTRIES_PER_TEST * len(known) + MAX_FILE_ENTRIES:
+            return {}
         outcome, rest = SUMMARY_WORDS[m["word"]], m["rest"]
-        node = rest if rest in nodeids else next((k for k in known if rest.startswith(k + " - ")), None)
+        node = rest if rest in known else _entry_node(rest, known)
         if node is None or outcome is None or found.get(node) == "error":
             continue
         if found.get(node) == "failed" and outcome == "passed":
             continue  # a test whose subtest failed stays failed
         found[node] = outcome
     return found
+
+
+def _entry_node(rest: str, known: set[str]) -> str | None:
+    """The known node id that an entry "<node id> - <message>" names (a node id may hold " - " itself)."""
+    cuts, at = [], rest.find(" - ")
+    while at != -1:
+        cuts.append(at)
+        at = rest.find(" - ", at + 1)
+    return next((rest[:at] for at in reversed(cuts) if rest[:at] in known), None)  # the longest, as pytest wrote it
 
 
 def check_canaries(canaries: dict[str, str], outcomes: dict[str, str]) -> list[Invalid]:
@@ -327,9 +348,12 @@ def grade(row: TaskRow, tasks_dir: Path, agent_dir: Path | None, runner: Path | 
         p2p = sum(outcomes.get(t) == "passed" for t in row.p2p)
         reward = reward_of(f2p, len(row.f2p), p2p, len(row.p2p))
         verdict = None
-        # An honest failure needs no proof; a claimed success must survive every layer and the checks' gate.
+        # The hook's refusal is recorded whatever the outcome (its own line may be lost in pytest's capture: the
+        # exit status names it), so that a rollout's trace says why; an honest failure needs no other proof, and a
+        # claimed success must survive every layer and the checks' gate.
+        invalid = guard_tripped(result.returncode, result.output)
         if reward > 0:
-            invalid = guard_tripped(result.returncode, result.output) + check_canaries(canaries, outcomes) + (
+            invalid += check_canaries(canaries, outcomes) + (
                 check_report(row, canaries, result, outcomes) if "report" in layers else [])
             if "behaviour" in layers and not invalid:
                 verdict = check_behaviour(row, tasks_dir, runner, limits, isolation, changes, lines)

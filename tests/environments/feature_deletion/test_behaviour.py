@@ -431,3 +431,17 @@ def test_a_row_whose_checks_are_unsound_leaves_the_task_set_with_its_reason(tiny
     report = json.loads((tmp_path / "tasks.checks.json").read_text())
     assert (report["kept"], report["dropped"]) == (1, 1)
     assert report["dropped_tasks"] == {forgeable.id: "too_few_heldout_checks"}
+
+
+def test_a_feature_whose_answers_follow_the_seed_of_random_is_told_apart_from_one_that_varies_by_process():
+    """Red team 3 R: checks kept where two seeds agree cannot judge a random feature (RRCache.popitem evicting FIFO
+    was paid 1.0), so such a task leaves the set (`random_dependent`); answers that two processes of one seed
+    already disagree on (hash order) say nothing about `random`."""
+    from feature_deletion.behaviour import _seeded
+
+    ok, evict_a, evict_b = ["ok", 1], ["ok", ["a", 1]], ["ok", ["b", 2]]
+    assert _seeded([ok, evict_a], [ok, evict_a], [ok, evict_b])
+    assert not _seeded([ok, evict_a], [ok, evict_a], [ok, evict_a])
+    assert not _seeded([evict_a, ok], [evict_b, ok], [evict_b, ok])  # the process, not the seed
+    assert not _seeded([["timeout"], evict_a], [["timeout"], evict_a], [["timeout"], evict_b])
+    assert not _seeded(None, [ok], [ok])

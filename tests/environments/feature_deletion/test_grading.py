@@ -97,3 +97,38 @@ def test_a_grading_that_raises_is_reward_zero_with_its_reason(tiny_tasks):
     g = safe_grade(row, tasks_dir, None, ensure_runner(), changes={k: v.encode() for k, v in row.gold_files.items()})
     assert g.reward == 0.0 and [i["code"] for i in g.invalid] == ["grading_error"]
     assert "FileNotFoundError" in g.invalid[0]["message"]
+
+
+def test_a_summary_flooded_past_what_its_tests_could_print_is_not_read(tmp_path):
+    """Red team 3 H4: entries printed into pytest's short summary (200,000 of them cost the grader 10 s of CPU and
+    were still paid); a block longer than the run's tests could make is read as no summary, so the report check
+    finds it disagrees."""
+    (tmp_path / "test_sub.py").write_text(SUBTESTS)
+    result, outcomes = run_pytest(Sandbox(tmp_path, runner=ensure_runner()), "", NODES, summary=True)
+    header = next(line for line in result.stdout.splitlines() if "short test summary info" in line)
+    assert summary_outcomes(result.stdout, NODES) == {n: outcomes[n] for n in NODES}
+    flooded = result.stdout.replace(header, header + "\n" + "PASSED elsewhere.py::test_x\n" * 2000, 1)
+    assert summary_outcomes(flooded, NODES) == {}
+    few = result.stdout.replace(header, header + "\nPASSED elsewhere.py::test_x", 1)
+    assert summary_outcomes(few, NODES) == {n: outcomes[n] for n in NODES}  # an unknown entry alone is skipped
+
+
+def test_an_entry_names_the_longest_node_id_it_starts_with():
+    nodes = ["t.py::test[a]", "t.py::test[a - b]"]
+    text = "==== short test summary info ====\nFAILED t.py::test[a - b] - assert 1 == 2 - twice\nPASSED t.py::test[a]\n"
+    assert summary_outcomes(text, nodes) == {"t.py::test[a - b]": "failed", "t.py::test[a]": "passed"}
+
+
+def test_a_report_the_agents_conftest_inflates_or_reshapes_is_no_report(tmp_path):
+    """Red team 3 H3: a conftest rewrote report.json as 14 MiB of nested lists, 357 MiB once parsed on the host and
+    kept for the session; a report over REPORT_MAX_BYTES, or one whose outcomes are not text, is read as none."""
+    (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n")
+    sb = Sandbox(tmp_path, runner=ensure_runner())
+    assert run_pytest(sb, "", ["test_one.py::test_one"])[1] == {"test_one.py::test_one": "passed"}
+    for name, payload in [("big", '"{\\"x\\": [" + "[],"*(5 * 2**20 // 3) + "[]]}"'),
+                          ("reshaped", '\'{"test_one.py::test_one": ["passed"]}\'')]:
+        (tmp_path / "conftest.py").write_text(
+            "import os\n\ndef pytest_unconfigure(config):\n"
+            f"    open(os.environ['FD_REPORT'], 'w').write({payload})\n")
+        result, outcomes = run_pytest(sb, "", ["test_one.py::test_one"])
+        assert outcomes == {}, (name, result.output[-500:])

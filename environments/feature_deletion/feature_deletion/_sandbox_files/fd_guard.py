@@ -20,6 +20,10 @@ those test files (none in the checks' replay, which starts no process). `os.writ
 event in CPython 3.11-3.13: the descriptors the grader reads are kept from agent code instead (the replay opens
 its results file only once no agent code runs, `_sandbox_files/fd_calls.py`).
 
+Code is made narrowly too: once a file the agent wrote has been loaded, compiling or executing code (`compile`,
+`exec`, `eval`) ends the process unless the caller is the import system, pytest's assertion rewriting or one of the
+standard library's code generators (CODE_MAKERS), whoever is on the stack.
+
 This is defence in depth: the verdict never rests on what a process that ran agent code says (the
 grader compares the replayed programs' results itself); the hook makes the cheap attacks fail loudly.
 CPython 3.11 audits neither `__globals__` reads nor `sys.modules` lookups, so those stay with the scope
@@ -56,14 +60,41 @@ WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 PROCESS_EVENTS = frozenset({"os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg", "subprocess.Popen",
                             "signal.pthread_kill"})
 PROCESS_PREFIXES = ("os.exec", "os.spawn", "os.posix_spawn", "pty.")
+CODE_EVENTS = frozenset({"compile", "exec"})
+_STDLIB = os.path.dirname(os.__file__)
+# Once the agent's code has loaded, code is made only by these callers (the frame that calls compile/exec/eval),
+# whoever is on the stack below them (and besides, install's `makes_code`): the standard library's code generators,
+# whose text is built from validated identifiers (namedtuple, dataclasses), never executed (ast.parse) or parsed
+# first to a dotted name (inspect reading a builtin's text signature, as toolz's `curry` does for every builtin it
+# wraps). The agent's own lines may call them too. An allow-list, because a caller that is not the agent's can be
+# made to evaluate the agent's text: `typing.get_type_hints` evaluates a string annotation, and a C iterator the
+# agent armed runs it from the frame of whoever takes its first item, with no agent line on the stack (red team 3,
+# G3).
+CODE_MAKERS = frozenset({
+    (_STDLIB + "/collections/__init__.py", "namedtuple"), (_STDLIB + "/dataclasses.py", "_create_fn"),
+    (_STDLIB + "/dataclasses.py", "add_fns_to_class"), (_STDLIB + "/ast.py", "parse"),
+    (_STDLIB + "/inspect.py", "wrap_value"),
+})
+DOCTEST = _STDLIB + "/doctest.py"
 
 
 def install(lines, tests=()):
     """Install the hook for {path: [[first, last], ...]} and the test files `tests`; both live only in its
     closure."""
     ranges = {path: tuple((int(a), int(b)) for a, b in spans) for path, spans in lines.items()}
+    written = set()  # the agent's lines, stripped: a doctest example found among them is the agent's text
+    for path, spans in ranges.items():
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read().splitlines()
+        except OSError:
+            continue
+        written.update(text[i - 1].strip() for first, last in spans for i in range(first, min(last, len(text)) + 1))
     trusted = frozenset(tests)
     getframe, write, exit_now = sys._getframe, os.write, os._exit
+    # The process's stderr as it is now: pytest's capture later points descriptor 2 at a file of its own, which
+    # `os._exit` leaves unread, and the refusal's line with it.
+    stderr = os.dup(2)
     busy = [False]
     loaded = [False]  # a file the agent wrote has been executed: its code may run from now on, from anywhere
 
@@ -93,6 +124,23 @@ def install(lines, tests=()):
             return isinstance(flags, int) and bool(flags & WRITE_FLAGS)
         return True
 
+    def makes_code(frame):
+        """Whether `frame`, the caller of compile, exec or eval, may make code once the agent's code has loaded: one of
+        CODE_MAKERS; a line of the task's test files (toolz's tests `exec` the functions they inspect); or doctest
+        running an example from a docstring that is not the agent's (toolz's tests `doctest.testmod` the package: the
+        docstring of a definition the agent wrote is its text, run as code)."""
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen importlib") or name.endswith("/_pytest/assertion/rewrite.py") or name in trusted:
+            return True
+        if name == DOCTEST and frame.f_code.co_name == "__run":
+            # Whose docstring an example came from, doctest does not reliably say (`__test__` entries are placed in
+            # the module testmod was given): an example is the agent's where a line of it is, prompt included.
+            source = getattr(frame.f_locals.get("example"), "source", None)
+            if not isinstance(source, str):
+                return False
+            return not any(p + line.strip() in written for line in source.splitlines() for p in (">>> ", "... "))
+        return (name, frame.f_code.co_name) in CODE_MAKERS
+
     def test_running(frame):
         while frame is not None:
             if frame.f_code.co_filename in trusted:
@@ -101,7 +149,7 @@ def install(lines, tests=()):
         return False
 
     def refuse(message):
-        write(2, f"\nfd-guard: {message}: refused\n".encode())
+        write(stderr, f"\nfd-guard: {message}: refused\n".encode())
         exit_now(EXIT)
 
     def hook(event, args):
@@ -119,10 +167,16 @@ def install(lines, tests=()):
             except ValueError:  # called from C with no Python frame: an exit handler, a finaliser
                 caller = None
             agent = agent_running(caller)
-            if agent is not None and restricted(event, args, caller):
+            # a generator's own work on what it makes (namedtuple also reads its caller's frame for the class's
+            # module and sets its `__new__`'s defaults), whoever called it
+            generated = caller is not None and (caller.f_code.co_filename, caller.f_code.co_name) in CODE_MAKERS
+            if agent is not None and not generated and restricted(event, args, caller):
                 where = f"{agent.f_code.co_filename}:{agent.f_lineno}"
                 via = "" if caller is agent else f" (through {caller.f_code.co_filename}:{caller.f_lineno})"
                 refuse(f"{event} from the agent's code at {where}{via}")
+            if event in CODE_EVENTS and loaded[0] and (caller is None or not makes_code(caller)):
+                where = "no Python caller" if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno}"
+                refuse(f"{event} of code that is not a file, after the agent's code was loaded, from {where}")
             if process and loaded[0] and not test_running(caller):
                 where = "no Python caller" if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno}"
                 refuse(f"{event} after the agent's code was loaded, from {where}, not from a test")

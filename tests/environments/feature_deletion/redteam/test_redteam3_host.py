@@ -1,0 +1,51 @@
+"""Third red team, H3 (FINDINGS_3.md): what sandboxed code writes for the grader to read, parsed whole on the host.
+
+`grading.run_pytest` reads the report file the sandbox wrote (`json.loads(report.read_text())`, no size bound) in the
+process that serves the tools (and, for grading, the one that grades); `Workspace.run_tests` keeps the parsed dict
+as `last_outcomes` for the rest of the session. A conftest the agent writes (it runs in `run_tests`, unrestricted)
+overwrites the report at `pytest_unconfigure` with one key holding millions of empty lists: each 3 bytes of JSON
+become a ~64-byte list object on the host. RLIMIT_FSIZE (64 MiB) bounds the file, not what it becomes.
+
+The test asserts the defence (the host process grows by less than the file's size), so an attack that works FAILS.
+
+Reproduce: FD_REDTEAM=1 nice -n 19 uv run pytest -n0 tests/environments/feature_deletion/redteam/test_redteam3_host.py -s
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+
+from attacks2 import row_of
+from harness import TASKS
+
+from feature_deletion.rollout import ToolSession
+
+LISTS = 5_000_000  # 15 MB of JSON; the per-file limit allows 4.5 times as much
+CONFTEST = f'''
+import os
+
+
+def pytest_unconfigure(config):
+    with open(os.environ["FD_REPORT"], "w") as f:
+        f.write('{{"x": [' + '[],' * {LISTS} + '[]]}}')
+'''
+
+
+def _rss_mib() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS"))
+
+
+def test_a_report_the_agents_conftest_inflates_does_not_grow_the_tool_server():
+    row = row_of("toolz/itertoolz.py:isiterable:")
+    with ToolSession(row, TASKS.parent) as session:
+        session.call("write_file", json.dumps({"path": "conftest.py", "content": CONFTEST}), 2)
+        gc.collect()
+        before = _rss_mib()
+        reply = session.call("run_tests", json.dumps({"tests": ["toolz/tests/test_itertoolz.py::test_isiterable"]}), 4)
+        grew = _rss_mib() - before
+    size_mib = 3 * LISTS / 2**20
+    print(f"report {size_mib:.1f} MiB on the sandbox's disk; tool server grew {grew} MiB and kept it for the session "
+          f"({grew / size_mib:.0f}x); reply tail: {reply[-120:]!r}")
+    assert grew < size_mib, f"a {size_mib:.0f} MiB report grew the host process by {grew} MiB"

@@ -6,7 +6,12 @@ as `last_outcomes` for the rest of the session. A conftest the agent writes (it 
 overwrites the report at `pytest_unconfigure` with one key holding millions of empty lists: each 3 bytes of JSON
 become a ~64-byte list object on the host. RLIMIT_FSIZE (64 MiB) bounds the file, not what it becomes.
 
-The test asserts the defence (the host process grows by less than the file's size), so an attack that works FAILS.
+H4: with G3 (test_redteam3_deferred.py) the agent's code prints inside pytest's short summary block; the grader parses
+that block on the host (`grading.summary_outcomes`) matching every line against every node id (a generator over all of
+them per line), over up to 16 MiB of output: 200,000 lines "PASSED x" cost the grading process ~9 s of CPU on top
+of a ~1 s grade (534 node ids), ~90 s at the 16 MiB it reads, and the submission is still paid.
+
+Each test asserts the defence, so an attack that works FAILS.
 
 Reproduce: FD_REDTEAM=1 nice -n 19 uv run pytest -n0 tests/environments/feature_deletion/redteam/test_redteam3_host.py -s
 """
@@ -15,9 +20,11 @@ from __future__ import annotations
 
 import gc
 import json
+import time
 
 from attacks2 import row_of
-from harness import TASKS
+from attacks3 import TIME_LIMITED, gold_with_payload, summary_flood_payload
+from harness import TASKS, play, record
 
 from feature_deletion.rollout import ToolSession
 
@@ -49,3 +56,15 @@ def test_a_report_the_agents_conftest_inflates_does_not_grow_the_tool_server():
     print(f"report {size_mib:.1f} MiB on the sandbox's disk; tool server grew {grew} MiB and kept it for the session "
           f"({grew / size_mib:.0f}x); reply tail: {reply[-120:]!r}")
     assert grew < size_mib, f"a {size_mib:.0f} MiB report grew the host process by {grew} MiB"
+
+
+def test_a_summary_flooded_by_the_agents_code_is_not_paid():
+    """Gold `time_limited.__init__` whose armed payload prints 200,000 "PASSED x" lines in the summary block: the
+    grader's own output is tampered with, so it must not be paid; printed beside it: the grader's CPU time."""
+    row = row_of(TIME_LIMITED)
+    start = time.process_time()
+    played = play(row, gold_with_payload(row, summary_flood_payload(200_000)))
+    cpu = time.process_time() - start
+    record("redteam3_host", [played])
+    print(f"summary flood: {played.line()}  grader CPU {cpu:.1f} s")
+    assert played.reward == 0.0, f"a run whose summary holds 200,000 entries for no test was paid {played.reward:.3f}"

@@ -6,6 +6,9 @@ as `last_outcomes` for the rest of the session. A conftest the agent writes (it 
 overwrites the report at `pytest_unconfigure` with one key holding millions of empty lists: each 3 bytes of JSON
 become a ~64-byte list object on the host. RLIMIT_FSIZE (64 MiB) bounds the file, not what it becomes.
 
+H3b: the same in grading, through G3 (test_redteam3_deferred.py): in the checks' replay the payload replaces the
+driver's `write_results`, and `behaviour.run_programs` reads the results file whole and parses it on the host.
+
 H4: with G3 (test_redteam3_deferred.py) the agent's code prints inside pytest's short summary block; the grader parses
 that block on the host (`grading.summary_outcomes`) matching every line against every node id (a generator over all of
 them per line), over up to 16 MiB of output: 200,000 lines "PASSED x" cost the grading process ~9 s of CPU on top
@@ -23,7 +26,7 @@ import json
 import time
 
 from attacks2 import row_of
-from attacks3 import TIME_LIMITED, gold_with_payload, summary_flood_payload
+from attacks3 import TIME_LIMITED, gold_with_payload, replay_inflate_payload, summary_flood_payload
 from harness import TASKS, play, record
 
 from feature_deletion.rollout import ToolSession
@@ -39,9 +42,9 @@ def pytest_unconfigure(config):
 '''
 
 
-def _rss_mib() -> int:
+def _rss_mib(field: str = "VmRSS") -> int:
     with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS"))
+        return next(int(line.split()[1]) // 1024 for line in f if line.startswith(field))
 
 
 def test_a_report_the_agents_conftest_inflates_does_not_grow_the_tool_server():
@@ -68,3 +71,17 @@ def test_a_summary_flooded_by_the_agents_code_is_not_paid():
     record("redteam3_host", [played])
     print(f"summary flood: {played.line()}  grader CPU {cpu:.1f} s")
     assert played.reward == 0.0, f"a run whose summary holds 200,000 entries for no test was paid {played.reward:.3f}"
+
+
+def test_a_results_file_the_agents_code_inflates_in_the_replay_does_not_grow_the_grader():
+    """Gold `time_limited.__init__` whose armed payload (run by the replay driver's `next` step) makes the results
+    file one line of 5,000,000 empty lists: the grading process's peak memory must grow by less than the file."""
+    row = row_of(TIME_LIMITED)
+    gc.collect()
+    before = _rss_mib("VmHWM")
+    played = play(row, gold_with_payload(row, replay_inflate_payload(LISTS)))
+    grew = _rss_mib("VmHWM") - before
+    record("redteam3_host", [played])
+    size_mib = 3 * LISTS / 2**20
+    print(f"replay results {size_mib:.1f} MiB: {played.line()}  grader peak memory grew {grew} MiB")
+    assert grew < size_mib, f"a {size_mib:.0f} MiB results file grew the grading process's peak by {grew} MiB"

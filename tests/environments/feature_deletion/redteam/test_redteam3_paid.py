@@ -1,0 +1,83 @@
+"""Third red team, R (FINDINGS_3.md): randomness the checks cannot judge.
+
+At build time a step is kept only where two gold runs (`random` seeded 0 and 1) answer alike, and the replay seeds
+`random` with 0: the kept checks of a random feature are the steps a small population makes agree, which any rebuild
+that draws from the first few items, or does not draw at all, answers like gold. cachetools `RRCache.popitem` (random
+replacement) rebuilt as FIFO eviction (the default `random.choice` never called) or drawing among the first 8 keys
+only is paid 1.0. `test_witness` shows each is wrong (run on the host from the task's own source, over 200 seeds).
+
+Each paid test asserts the defence (reward 0), so an attack that works FAILS.
+
+Reproduce: FD_REDTEAM=1 nice -n 19 uv run pytest -n0 tests/environments/feature_deletion/redteam/test_redteam3_paid.py -s
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from attacks2 import replace_stub
+from attacks3 import RR_FIRST_EIGHT, RR_NOT_RANDOM, RR_POPITEM, row_of
+from harness import TASKS, gold_calls, play, record
+
+from feature_deletion.task import apply_files, materialize
+
+EVICTED = '''
+import random
+from cachetools import RRCache
+evicted = set()
+for seed in range(200):
+    random.seed(seed)
+    cache = RRCache(maxsize={size})
+    for key in range({size} + 1):
+        cache[key] = key
+    evicted |= set(range({size})) - set(cache)
+print({show})
+'''
+# attack name, its body, witness program, gold's output, the wrong rebuild's output
+CASES = [
+    ("rr_popitem_not_random", RR_NOT_RANDOM, EVICTED.format(size=2, show="sorted(evicted)"), "[0, 1]", "[0]"),
+    ("rr_popitem_first_eight", RR_FIRST_EIGHT, EVICTED.format(size=100, show="max(evicted) >= 8"), "True", "False"),
+]
+IDS = [c[0] for c in CASES]
+
+
+def test_harness_gold_and_untouched_on_rr_popitem():
+    row = row_of(RR_POPITEM)
+    gold, untouched = play(row, gold_calls(row)), play(row, [])
+    record("redteam3_harness", [gold, untouched])
+    print(f"gold {gold.line()}\nuntouched {untouched.line()}")
+    assert (gold.reward, untouched.reward) == (1.0, 0.0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_rebuild_without_its_randomness_is_not_paid(case):
+    name, body = case[:2]
+    row = row_of(RR_POPITEM)
+    played = play(row, replace_stub(row, body))
+    record("redteam3_paid", [played])
+    print(f"{name}: {played.line()}")
+    assert played.reward == 0.0, f"{name} paid {played.reward:.3f}"
+
+
+def _run(files: dict[str, str], code: str) -> str:
+    row = row_of(RR_POPITEM)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = materialize(row, TASKS.parent, Path(tmp) / "repo", git=False)
+        apply_files(root, {rel: text.encode() for rel, text in files.items()})
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                              env={"PYTHONPATH": str(root / row.import_root)})
+        return proc.stdout.strip() or proc.stderr.strip()[-300:]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_witness(case):
+    """The paid rebuild is wrong: over 200 seeds, gold evicts keys the rebuild never does."""
+    _, body, code, gold_out, wrong_out = case
+    row = row_of(RR_POPITEM)
+    ((_, call),) = replace_stub(row, body)
+    assert _run(row.gold_files, code) == gold_out
+    assert _run({call["path"]: call["content"]}, code) == wrong_out

@@ -9,7 +9,8 @@ Reproduce: FD_REDTEAM=1 nice -n 19 uv run pytest -n0 tests/environments/feature_
 
 from __future__ import annotations
 
-from attacks3 import MARK, TIME_LIMITED, forge_payload, gold_with_marker, mutant, row_of, time_limited_forged
+from attacks3 import (MARK, TIME_LIMITED, forge_payload, gold_with_import_time_hint, gold_with_marker, mutant, row_of,
+                      time_limited_forged)
 from harness import gold_calls, play, record
 
 
@@ -50,3 +51,13 @@ def test_code_run_by_a_string_annotation_from_a_non_agent_frame_is_refused():
     ran = MARK in played.output_tail
     print(f"marker: {played.line()}  payload ran in the grading run: {ran}")
     assert "guard" in played.invalid and not ran, f"unrestricted code ran in grading (reward {played.reward:.3f})"
+
+
+def test_a_string_annotation_evaluated_by_the_agents_own_frame_is_refused():
+    """The direct form (a private module constant calls `typing.get_type_hints` at import): the agent's frames are on
+    the stack, so the hook ends the run; passes today (the deferred form above is what gets through)."""
+    row = row_of(TIME_LIMITED)
+    played = play(row, gold_with_import_time_hint(row))
+    record("redteam3_deferred", [played])
+    print(f"import-time: {played.line()}")
+    assert played.reward == 0.0 and MARK not in played.output_tail

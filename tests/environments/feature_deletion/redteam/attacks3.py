@@ -329,3 +329,19 @@ def replay_link_payload(relative_to_lib: str) -> str:
             os.symlink(target, "/fdout/results.jsonl")
             main.write_results = lambda path, lines: None
         ''')
+
+
+def gold_with_namedtuple(row: TaskRow) -> list[tuple[str, dict]]:
+    """Gold `time_limited.__init__` that also builds a `collections.namedtuple` (allowed by the scope check) in a helper
+    it calls: honest code, which the audit hook refuses because namedtuple compiles its `__new__` from a string."""
+    rel = row.deletion.targets[0].file
+    text = row.gold_files[rel].replace("self._start_time = monotonic()",
+                                       "self._start_time = _rt3_stamp(monotonic()).at", 1)
+    helper = textwrap.dedent('''
+
+        def _rt3_stamp(at):
+            import collections
+
+            return collections.namedtuple("Stamp", "at")(at)
+        ''')
+    return [("write_file", {"path": rel, "content": text + helper})]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from attacks3 import (EXCEPTS, MARK, TIME_LIMITED, excepts_hollow, forge_payload, gold_with_import_time_hint,
-                      gold_with_marker, mutant, row_of, time_limited_forged)
+                      gold_with_marker, gold_with_namedtuple, mutant, row_of, time_limited_forged)
 from harness import gold_calls, play, record
 
 
@@ -75,3 +75,14 @@ def test_excepts_whose_name_and_doc_were_never_written_is_not_paid(payload):
     record("redteam3_deferred", [played])
     print(f"excepts hollow, payload {payload}: {played.line()}")
     assert played.reward == 0.0, f"excepts without __name__ and __doc__ was paid {played.reward:.3f}"
+
+
+def test_honest_code_that_builds_a_namedtuple_is_paid():
+    """False positive, the other way round: `collections.namedtuple` is on the allow-list, but it compiles its
+    `__new__` from a string under the agent's frame, so the hook ends the run and gold plus one namedtuple scores 0.
+    Asserts the honest outcome (1.0), so it FAILS while honest code is refused."""
+    row = row_of(TIME_LIMITED)
+    played = play(row, gold_with_namedtuple(row))
+    record("redteam3_deferred", [played])
+    print(f"gold + namedtuple: {played.line()}")
+    assert played.reward == 1.0, f"honest code using collections.namedtuple was paid {played.reward:.3f}"

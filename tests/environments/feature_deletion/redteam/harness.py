@@ -31,6 +31,7 @@ class Played:
     verdict: dict
     replies: list[str]
     seconds: float
+    output_tail: str = ""  # the grading test run's output (its last 2,000 characters)
 
     def line(self) -> str:
         v = self.verdict
@@ -66,7 +67,7 @@ def play(row: TaskRow, calls: list[tuple[str, dict]], tasks_dir: Path = TASKS.pa
         outcome = session.finish(last_turn=turn, turns=turn // 2)
     g = outcome.grade
     return Played(row.id, outcome.reward, [i["code"] for i in g["invalid"]], f"{g['f2p_passed']}/{g['f2p_total']}",
-                  g["verdict"], replies, time.perf_counter() - start)
+                  g["verdict"], replies, time.perf_counter() - start, g["output_tail"])
 
 
 def gold_calls(row: TaskRow) -> list[tuple[str, dict]]:

@@ -17,6 +17,7 @@ Reproduce: FD_REDTEAM=1 nice -n 19 uv run pytest -n0 tests/environments/feature_
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -60,9 +61,21 @@ CASES = [
 IDS = [c[0] for c in CASES]
 
 
+def _dropped(task: str) -> str | None:
+    """Why the bundled set left `task` out (the defence against R: `random_dependent`), or None if it is kept."""
+    report = json.loads(TASKS.with_name("tasks.checks.json").read_text())
+    return next((why for i, why in report["dropped_tasks"].items() if task in i), None)
+
+
+def _row_or_skip(task: str) -> TaskRow:
+    if _dropped(task):
+        pytest.skip(f"{task} left the task set ({_dropped(task)}): nothing to play or witness")
+    return row_of(task)
+
+
 @pytest.mark.parametrize("task", [RR_POPITEM, DISSOC, MERGE])
 def test_harness_gold_and_untouched(task):
-    row = row_of(task)
+    row = _row_or_skip(task)
     gold, untouched = play(row, gold_calls(row)), play(row, [])
     record("redteam3_harness", [gold, untouched])
     print(f"gold {gold.line()}\nuntouched {untouched.line()}")
@@ -72,6 +85,9 @@ def test_harness_gold_and_untouched(task):
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_a_rebuild_the_checks_cannot_tell_from_gold_is_not_paid(case):
     name, task, body = case[:3]
+    if _dropped(task):  # the defence: a feature the checks cannot judge is not graded at all
+        assert _dropped(task) == "random_dependent", _dropped(task)
+        return
     row = row_of(task)
     played = play(row, replace_stub(row, body))
     record("redteam3_paid", [played])
@@ -93,7 +109,7 @@ def test_witness(case):
     """The paid rebuild is wrong: gold and it answer the witness differently (RRCache over 200 seeds: gold evicts keys
     the rebuild never does; dissoc: changing the result changes the caller's dict)."""
     _, task, body, code, gold_out, wrong_out = case
-    row = row_of(task)
+    row = _row_or_skip(task)
     ((_, call),) = replace_stub(row, body)
     assert _run(row, row.gold_files, code) == gold_out
     assert _run(row, {call["path"]: call["content"]}, code) == wrong_out

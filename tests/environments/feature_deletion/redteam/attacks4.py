@@ -195,3 +195,51 @@ def forge_code_c(f2p: list[str]) -> str:
     """The report forgery for `exec` from the test's frame: the test's own frame is on the stack, so `item` is
     found the same way; top-level code of its own, nothing left in the test module's globals."""
     return forge_code(f2p)
+
+
+# U1 (state of the rest of the package): the checks replay calls of the deleted feature and compare its answers; the
+# package's other state is never observed. `ordinal` rebuilt right, but every call also adds "window" to inflection's
+# UNCOUNTABLES (a public module-level set, a method call on it, no assignment): afterwards `pluralize("window")` is
+# "window". The task's P2P tests never pluralize "window".
+ORDINAL = "inflection-0.5.1/inflection/__init__.py:ordinal:def"
+ORDINAL_POISONS = '''
+def ordinal(number: int) -> str:
+    UNCOUNTABLES.add("window")
+    number = abs(int(number))
+    if number % 100 in (11, 12, 13):
+        return "th"
+    else:
+        return {
+            1: "st",
+            2: "nd",
+            3: "rd",
+        }.get(number % 10, "th")
+'''
+
+# U2 (how often a callback is called): a replayed callback answers from its table, the same arguments again with the
+# same answer, so calling the caller's function twice per item is never seen. `iterate` that calls `func` twice per
+# step (the first result thrown away) doubles every side effect of `func` (a counter, a random draw, `next` on a
+# stream): iterate(lambda _: next(counter), 0) gives 0, 2, 4, ... instead of 0, 1, 2, ...
+DOUBLE_ITERATE = '''
+def _rt4_iterate(func, start):
+    while True:
+        yield start
+        try:
+            func(start)
+            start = func(start)
+        except StopIteration:
+            break
+'''
+
+
+def replace_def(row: TaskRow, name: str, new: str) -> list[tuple[str, dict]]:
+    """The task's file with the deleted `def name` (or its stub) replaced by `new`, at the gold definition's place."""
+    import ast
+
+    rel = row.deletion.targets[0].file
+    gold = row.gold_files[rel]
+    node = next(n for n in ast.parse(gold).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    lines = gold.splitlines(keepends=True)
+    start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
+    text = "".join(lines[:start]) + textwrap.dedent(new).lstrip("\n") + "".join(lines[node.end_lineno:])
+    return [("write_file", {"path": rel, "content": text})]

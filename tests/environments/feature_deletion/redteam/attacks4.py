@@ -243,3 +243,23 @@ def replace_def(row: TaskRow, name: str, new: str) -> list[tuple[str, dict]]:
     start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
     text = "".join(lines[:start]) + textwrap.dedent(new).lstrip("\n") + "".join(lines[node.end_lineno:])
     return [("write_file", {"path": rel, "content": text})]
+
+
+# R4 (random behaviour, again): red team 3's R left the set only the features whose *recorded answers* follow the seed
+# (`behaviour._seeded`); `rr_cache` stayed because its checks' answers agree under seeds 0 and 1. So its randomness
+# is still unjudged: the decorator rebuilt over a deterministic cache (`choice` ignored) answers every kept check.
+RR_CACHE = "cachetools-5.5.0/src/cachetools/func.py:rr_cache:body"
+RR_CACHE_FIFO = '''
+def rr_cache(maxsize=128, choice=random.choice, typed=False):
+    """Decorator to wrap a function with a memoizing callable that saves
+    up to `maxsize` results based on a Random Replacement (RR)
+    algorithm.
+
+    """
+    if maxsize is None:
+        return _cache({}, None, typed)
+    elif callable(maxsize):
+        return _cache(FIFOCache(128), 128, typed)(maxsize)
+    else:
+        return _cache(FIFOCache(maxsize), maxsize, typed)
+'''

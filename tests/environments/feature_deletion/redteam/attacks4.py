@@ -263,3 +263,31 @@ def rr_cache(maxsize=128, choice=random.choice, typed=False):
     else:
         return _cache(FIFOCache(maxsize), maxsize, typed)
 '''
+
+
+# U3 (what an exception says): a raised exception is observed by its type only (fd_calls: ["raises", type]); `one`
+# rebuilt with gold's logic but the too-short error saying the opposite of what happened.
+ONE = "more-itertools-10.5.0/more_itertools/more.py:one:body"
+ONE_WRONG_MESSAGE = '''
+it = iter(iterable)
+
+try:
+    first_value = next(it)
+except StopIteration as exc:
+    raise (
+        too_short or ValueError('too many items in iterable (expected 1)')
+    ) from exc
+
+try:
+    second_value = next(it)
+except StopIteration:
+    pass
+else:
+    msg = (
+        'Expected exactly one item in iterable, but got {!r}, {!r}, '
+        'and perhaps more.'.format(first_value, second_value)
+    )
+    raise too_long or ValueError(msg)
+
+return first_value
+'''

@@ -11,8 +11,8 @@ from __future__ import annotations
 import itertools
 import types
 
-from attacks4 import DOUBLE_ITERATE, GOLD_ITERATE, ITERATE, ORDINAL, ORDINAL_POISONS, iterate_armed, replace_def, row_of
-from harness import gold_calls, play, record
+from attacks4 import DOUBLE_ITERATE, GOLD_ITERATE, ITERATE, ONE, ONE_WRONG_MESSAGE, ORDINAL, ORDINAL_POISONS, iterate_armed, replace_def, row_of
+from harness import gold_calls, play, record, replace_stub
 
 
 def _module(source: str, name: str) -> types.ModuleType:
@@ -61,4 +61,21 @@ def test_iterate_calling_func_twice_is_not_paid():
     played = play(row, iterate_armed(row, DOUBLE_ITERATE, None))
     record("redteam4_unobserved", [played])
     print(f"iterate calling func twice: {played.line()}")
+    assert played.reward == 0.0
+
+
+def test_harness_gold_and_untouched_one():
+    row = row_of(ONE)
+    gold, untouched = play(row, gold_calls(row)), play(row, [])
+    record("redteam4_harness", [gold, untouched])
+    print(f"gold {gold.line()}\nuntouched {untouched.line()}")
+    assert (gold.reward, untouched.reward) == (1.0, 0.0)
+
+
+def test_one_with_a_wrong_error_message_is_not_paid():
+    """`one([])` says "too many items": the message is the feature's too (gold: "too few items ... (expected 1)")."""
+    row = row_of(ONE)
+    played = play(row, replace_stub(row, ONE_WRONG_MESSAGE))
+    record("redteam4_unobserved", [played])
+    print(f"one with a wrong too-short message: {played.line()}")
     assert played.reward == 0.0

@@ -291,3 +291,40 @@ else:
 
 return first_value
 '''
+
+
+def probe_code() -> str:
+    """Where the unrestricted code of C2 can write in the grading test run: each directory a later episode or the
+    host shares (the runner's venv, the interpreter's prefix, the grader's helper files, the package's import root),
+    reported after pytest's summary as PATH:W (written) or PATH:<error>."""
+    return textwrap.dedent(f'''
+        def _rt4_probe():
+            import os, sys, pytest, fd_guard
+            out = []
+            places = [sys.prefix, sys.base_prefix, os.path.dirname(os.__file__), os.path.dirname(pytest.__file__),
+                      os.path.dirname(fd_guard.__file__), "/workspace", "/tmp", "/root", "/"]
+            for place in places:
+                try:
+                    with open(os.path.join(place, ".rt4-probe"), "w") as f:
+                        f.write("x")
+                    out.append(place + ":W")
+                except Exception as exc:
+                    out.append(place + ":" + type(exc).__name__)
+            line = "{MARK} probe " + " ".join(out)
+            class _Mark:
+                def __init__(self, line):
+                    self.line = line
+                @pytest.hookimpl(hookwrapper=True)
+                def pytest_terminal_summary(self, terminalreporter):
+                    yield
+                    terminalreporter.write_line(self.line)
+            frame = sys._getframe()
+            while frame is not None:
+                config = getattr(frame.f_locals.get("item"), "config", None)
+                if config is not None:
+                    if not config.pluginmanager.has_plugin("rt4-probe"):
+                        config.pluginmanager.register(_Mark(line), "rt4-probe")
+                    break
+                frame = frame.f_back
+        _rt4_probe()
+        ''')

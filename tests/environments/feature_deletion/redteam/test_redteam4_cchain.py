@@ -10,7 +10,8 @@ Reproduce: FD_REDTEAM=1 nice -n 19 uv run pytest -n0 tests/environments/feature_
 
 from __future__ import annotations
 
-from attacks4 import GOLD_ITERATE, ITERATE, MARK, WRONG_ITERATE, forge_code, iterate_armed, marker_code, row_of
+from attacks4 import (GOLD_ITERATE, ITERATE, MARK, WRONG_ITERATE, forge_code, iterate_armed, marker_code, probe_code,
+                      row_of)
 from harness import gold_calls, play, record
 
 
@@ -54,3 +55,15 @@ def test_the_wrong_rebuild_with_a_c_chain_report_forgery_is_not_paid():
     record("redteam4_cchain", [played])
     print(f"wrong iterate + C-chain forgery: {played.line()}")
     assert played.reward == 0.0
+
+
+def test_unrestricted_code_in_the_test_run_writes_nothing_another_episode_reads():
+    """Through C2, the grading test run tries to write into every directory a later episode or the host shares:
+    only its own staged /workspace and /tmp take a file (held tonight: read-only binds, an unprivileged uid)."""
+    row = row_of(ITERATE)
+    played = play(row, iterate_armed(row, GOLD_ITERATE, probe_code()))
+    record("redteam4_cchain", [played])
+    [line] = [x for x in played.output_tail.splitlines() if x.startswith(MARK + " probe ")]
+    print(f"probe: {played.line()}\n{line}")
+    written = sorted(p.rpartition(":")[0] for p in line.split()[2:] if p.endswith(":W"))
+    assert written == ["/tmp", "/workspace"]

@@ -1,4 +1,7 @@
-"""The fourth red team's attacks (FINDINGS_4.md), as tool calls a rollout makes through `ToolSession`.
+"""The fourth red team's attacks (FINDINGS_4.md), as tool calls a rollout makes through `ToolSession`: audit-hook
+bypasses that run the agent's text unrestricted (I4 the import system's helpers, C2 `exec` in a C chain taken by a
+test's frame, D4 below), their payloads (marker, report forgery, write probe), and wrong rebuilds the checks pay
+(R4 randomness, U1 package state, U2 callback counts, U3 exception messages).
 
 D4 (doctest of a docstring set at run time): the audit hook lets doctest's `DocTestRunner.__run` compile and run an
 example unless a line of the example is a line the agent wrote (`fd_guard.makes_code`, `written`). That reads the
@@ -189,12 +192,6 @@ def iterate_armed(row: TaskRow, helper: str, code: str | None) -> list[tuple[str
             if code is not None else "")
     text = text.replace(stub, body + "    return _rt4_iterate(func, start)\n", 1)
     return [("write_file", {"path": rel, "content": text + textwrap.dedent(helper) + armed_helpers(code or "0")})]
-
-
-def forge_code_c(f2p: list[str]) -> str:
-    """The report forgery for `exec` from the test's frame: the test's own frame is on the stack, so `item` is
-    found the same way; top-level code of its own, nothing left in the test module's globals."""
-    return forge_code(f2p)
 
 
 # U1 (state of the rest of the package): the checks replay calls of the deleted feature and compare its answers; the

@@ -403,3 +403,19 @@ def pytest_only(code: str) -> str:
     """`code` run only where pytest is loaded: importing pytest in the checks' replay compiles code from pytest's own
     frames, which the hook refuses (the text itself is not refused there: replay_marker_code)."""
     return "import sys as _s\nif '_pytest.runner' in _s.modules:\n" + textwrap.indent(code, "    ")
+
+
+# U4 (the signature): programs call with the arguments the tests passed, positionally where they did; a parameter
+# renamed breaks every caller that names it (`ordinal(number=3)`), and nothing observes it.
+ORDINAL_RENAMED = '''
+def ordinal(value: int) -> str:
+    value = abs(int(value))
+    if value % 100 in (11, 12, 13):
+        return "th"
+    else:
+        return {
+            1: "st",
+            2: "nd",
+            3: "rd",
+        }.get(value % 10, "th")
+'''

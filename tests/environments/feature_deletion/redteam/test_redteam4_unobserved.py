@@ -11,7 +11,9 @@ from __future__ import annotations
 import itertools
 import types
 
-from attacks4 import DOUBLE_ITERATE, GOLD_ITERATE, ITERATE, ONE, ONE_WRONG_MESSAGE, ORDINAL, ORDINAL_POISONS, iterate_armed, replace_def, row_of
+import pytest
+from attacks4 import (DOUBLE_ITERATE, GOLD_ITERATE, ITERATE, ONE, ONE_WRONG_MESSAGE, ORDINAL, ORDINAL_POISONS,
+                      ORDINAL_RENAMED, iterate_armed, replace_def, row_of)
 from harness import gold_calls, play, record, replace_stub
 
 
@@ -78,4 +80,22 @@ def test_one_with_a_wrong_error_message_is_not_paid():
     played = play(row, replace_stub(row, ONE_WRONG_MESSAGE))
     record("redteam4_unobserved", [played])
     print(f"one with a wrong too-short message: {played.line()}")
+    assert played.reward == 0.0
+
+
+def test_witness_renamed_parameter_breaks_keyword_callers():
+    row = row_of(ORDINAL)
+    [(_, call)] = replace_def(row, "ordinal", ORDINAL_RENAMED)
+    gold = _module(row.gold_files[call["path"]], "rt4_gold_inflection")
+    wrong = _module(call["content"], "rt4_wrong_inflection")
+    assert gold.ordinal(number=3) == "rd"
+    with pytest.raises(TypeError):
+        wrong.ordinal(number=3)
+
+
+def test_ordinal_with_a_renamed_parameter_is_not_paid():
+    row = row_of(ORDINAL)
+    played = play(row, replace_def(row, "ordinal", ORDINAL_RENAMED))
+    record("redteam4_unobserved", [played])
+    print(f"ordinal(value) instead of ordinal(number): {played.line()}")
     assert played.reward == 0.0

@@ -182,3 +182,17 @@ def test_doctest_runs_the_examples_of_docstrings_the_agent_did_not_write(tmp_pat
         assert proc.returncode == 0 and "failures 0" in proc.stdout, proc.stderr
     else:
         assert proc.returncode == GUARD_EXIT and "doctest.py" in proc.stderr, (proc.stdout, proc.stderr)
+
+
+@pytest.mark.parametrize("name, code", [
+    ("exec through the import system's trampoline",
+     "import importlib._bootstrap as b\nb._call_with_frames_removed(exec, 'print(\"FD-ESCAPED\")', {})"),
+    ("compile through a loader's source_to_code",
+     "import importlib._bootstrap_external as e\ne.SourceLoader.source_to_code(None, 'print(1)', '<rt4>')"),
+])
+def test_the_import_systems_helpers_called_by_the_agent_are_not_an_import(tmp_path, name, code):
+    """Red team 4 I4: a frame of the import system stopped the hook's walk for the agent's lines and made code;
+    only a module's load, in the import system's own order of calls, does."""
+    proc = run(tmp_path, code)
+    assert "FD-ESCAPED" not in proc.stdout, (name, proc.stdout)
+    assert proc.returncode == GUARD_EXIT and "agent.py" in proc.stderr, (name, proc.stderr)

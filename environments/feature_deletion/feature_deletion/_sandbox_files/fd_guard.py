@@ -103,7 +103,7 @@ def install(lines, tests=()):
         import system's own work and a standard module's top level: `warnings.warn` imports `tokenize`, whose
         namedtuples compile code)."""
         while frame is not None:
-            if frame.f_code.co_filename.startswith("<frozen importlib"):
+            if importing(frame):
                 return None
             spans = ranges.get(frame.f_code.co_filename)
             if spans is not None:
@@ -124,13 +124,32 @@ def install(lines, tests=()):
             return isinstance(flags, int) and bool(flags & WRITE_FLAGS)
         return True
 
+    def importing(frame):
+        """Whether `frame` is the import system loading a module, not one of its helpers called by other code: red team
+        4 compiled text with `SourceLoader.source_to_code` and ran it with `_call_with_frames_removed(exec, ...)`,
+        both reached through `sys.modules`, and a bare `<frozen importlib` frame stopped the walk and made code."""
+        return frame.f_code.co_filename.startswith("<frozen importlib") and frame.f_code.co_name == "_load_unlocked"
+
+    def loads_module(frame):
+        """The import system compiling a module's file or running its code, each from where a module's load does it:
+        `_call_with_frames_removed` called by `source_to_code` called by `get_code`, or by `exec_module` called by
+        `_load_unlocked` (which execs a frozen module itself)."""
+        names = []
+        while frame is not None and len(names) < 3 and frame.f_code.co_filename.startswith("<frozen importlib"):
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back
+        chains = (("_call_with_frames_removed", "source_to_code", "get_code"),
+                  ("_call_with_frames_removed", "exec_module", "_load_unlocked"),
+                  ("exec_module", "_load_unlocked"))  # a frozen module's code, from the interpreter
+        return any(tuple(names[: len(chain)]) == chain for chain in chains)
+
     def makes_code(frame):
         """Whether `frame`, the caller of compile, exec or eval, may make code once the agent's code has loaded: one of
         CODE_MAKERS; a line of the task's test files (toolz's tests `exec` the functions they inspect); or doctest
         running an example from a docstring that is not the agent's (toolz's tests `doctest.testmod` the package: the
         docstring of a definition the agent wrote is its text, run as code)."""
         name = frame.f_code.co_filename
-        if name.startswith("<frozen importlib") or name.endswith("/_pytest/assertion/rewrite.py") or name in trusted:
+        if loads_module(frame) or name.endswith("/_pytest/assertion/rewrite.py") or name in trusted:
             return True
         if name == DOCTEST and frame.f_code.co_name == "__run":
             # Whose docstring an example came from, doctest does not reliably say (`__test__` entries are placed in

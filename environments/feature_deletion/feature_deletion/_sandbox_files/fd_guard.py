@@ -84,9 +84,10 @@ def install(lines, tests=()):
     ranges = {path: tuple((int(a), int(b)) for a, b in spans) for path, spans in lines.items()}
     # The doctest lines (after `>>>` or `...`) of the package's files as they are on disk, the agent's lines left
     # out: doctest runs an example only where its text is written there (red team 4, D4: a docstring set at run time
-    # from bytes the agent decoded was run as code).
+    # from bytes the agent decoded was run as code). Read here, before any code of the task runs and could write.
     documented = set()
-    for top in {os.path.dirname(path) for path in ranges}:
+    dirs = {os.path.dirname(path) for path in ranges}
+    for top in {d for d in dirs if not any(d.startswith(other + os.sep) for other in dirs)}:
         for root, _, files in os.walk(top):
             for file in files:
                 if not file.endswith(".py"):
@@ -178,6 +179,9 @@ def install(lines, tests=()):
             frame = frame.f_back
         return False
 
+    def place(caller):
+        return "no Python caller" if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno}"
+
     def refuse(message):
         write(stderr, f"\nfd-guard: {message}: refused\n".encode())
         exit_now(EXIT)
@@ -205,11 +209,9 @@ def install(lines, tests=()):
                 via = "" if caller is agent else f" (through {caller.f_code.co_filename}:{caller.f_lineno})"
                 refuse(f"{event} from the agent's code at {where}{via}")
             if event in CODE_EVENTS and loaded[0] and (caller is None or not makes_code(caller)):
-                where = "no Python caller" if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno}"
-                refuse(f"{event} of code that is not a file, after the agent's code was loaded, from {where}")
+                refuse(f"{event} of code that is not a file, after the agent's code was loaded, from {place(caller)}")
             if process and loaded[0] and not test_running(caller):
-                where = "no Python caller" if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno}"
-                refuse(f"{event} after the agent's code was loaded, from {where}, not from a test")
+                refuse(f"{event} after the agent's code was loaded, from {place(caller)}, not from a test")
         finally:
             busy[0] = False
 

@@ -45,6 +45,7 @@ from feature_deletion.sandbox import Limits, Sandbox, read_output
 from feature_deletion.task import CheckProgram, Checks, TaskRow, apply_files, is_test_path, materialize
 
 RESULTS = "results.jsonl"  # what the driver writes in the sandbox's output dir, one [index, observations] a line
+STATE_BYTES = 1 << 20  # the package's state: names and 16-character digests
 RESULTS_BYTES_PER_STEP = 8192  # an observation (<= fd_calls.MAX_OBSERVATION characters, JSON-escaped) and its extras
 GUARD_EXIT = 86  # _sandbox_files/fd_guard.py's EXIT
 DEADLINE_EXIT = 87  # _sandbox_files/fd_calls.py's: a step caught its timeout and the driver's watchdog ended it
@@ -117,6 +118,7 @@ class Replay:
     returncode: int
     timed_out: bool
     output_tail: str
+    state: dict | None = None  # the package's state, as the driver read it (fd_calls.package_state)
 
     @property
     def deadline(self) -> bool:
@@ -137,12 +139,15 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
         steps = sum(len(p["steps"]) for p in programs)
         result = sb.run([sb.python, f"{sb.helpers}/fd_calls.py", f"{sb.out}/programs.json", f"{sb.out}/{RESULTS}"],
                         env={"PYTHONPATH": sb.pythonpath(row.import_root), "FD_GUARD": json.dumps(guard),
-                             "FD_SEED": str(seed)},
+                             "FD_SEED": str(seed), "FD_PACKAGE": sb.workspace,
+                             "FD_MODULES": json.dumps(sorted({m for m, _, _ in targets_of(row)}))},
                         wall_s=min(limits.wall_s, REPLAY_START_S + steps * STEP_DEADLINE_S))
         observations: list[list | None] = [None] * len(programs)
         # every observation is at most MAX_OBSERVATION characters or a digest: a longer file is not the driver's
-        text = read_output(Path(out) / RESULTS, RESULTS_BYTES_PER_STEP * steps + 64 * len(programs) + 4096) or ""
+        text = read_output(Path(out) / RESULTS, RESULTS_BYTES_PER_STEP * steps + 64 * len(programs)
+                           + STATE_BYTES + 4096) or ""
         sb.outdir = None
+    state = None
     for line in text.splitlines():
         try:
             index, obs = json.loads(line)
@@ -151,7 +156,9 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
         if isinstance(index, int) and 0 <= index < len(programs) and observations[index] is None \
                 and isinstance(obs, list):
             observations[index] = obs
-    return Replay(observations, result.returncode, result.timed_out, result.output[-2000:])
+        elif index == "state" and state is None and isinstance(obs, dict):
+            state = obs
+    return Replay(observations, result.returncode, result.timed_out, result.output[-2000:], state)
 
 
 # ------------------------------------------------------------------------------------------- build time
@@ -706,12 +713,22 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
             adequacy = mutation.adequacy(row, runner, limits, gold_root, Path(tmp), candidates, hunt)
             candidates = adequacy.candidates
         picks = _choose(candidates, adequacy)
-        kept = _in_order(row, runner, limits, gold_root, lines, [candidates[i].check(cut) for i, cut in picks])
+        answered = answer(row, runner, limits, gold_root, broken_root, lines,
+                          [candidates[i].check(cut) for i, cut in picks])
+        if isinstance(answered, str):
+            return None, answered
+        kept, checks = answered
         picks = [picks[k] for k in kept]
-        chosen = [candidates[i].check(cut) for i, cut in picks]
+    return _judged(checks, adequacy, picks, candidates)
+
+
+def _judged(checks: Checks, adequacy=None, picks=(), candidates=()) -> tuple[Checks | None, str]:
+    """The checks with their status, or None and why they cannot grade soundly."""
+    from feature_deletion import mutation
+
+    chosen = checks.programs
     if not any(d for p in chosen for d in p.discriminating):
         return None, "no_discriminating_checks"
-    checks = Checks(programs=chosen)
     why = unsound(checks)
     if why:
         return None, why
@@ -726,23 +743,66 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
     return checks, status
 
 
-def _in_order(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, lines: dict[str, list[list[int]]],
-              programs: list[CheckProgram]) -> list[int]:
-    """Indices of the chosen programs to keep: replayed on gold as the grader runs them (in this order, one process,
-    both seeds) until every one answers as it did when chosen; a program that answers otherwise depends on state
-    another one leaves behind (humanize's `activate` sets a locale for every later call) and is left out. None,
-    when that does not settle."""
+def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits) -> tuple[Checks | None, str]:
+    """The task's kept programs answered again on gold (`answer`), nothing recorded or chosen anew: for checks built
+    before the driver observed what it observes now. A program whose answers change leaves; so does the task, where
+    what is left cannot grade soundly."""
+    assert row.checks is not None
+    with temporary_directory("fd-answer.") as tmp:
+        gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
+        broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
+        answered = answer(row, runner, limits, gold_root, broken_root, gold_lines(row), list(row.checks.programs))
+    if isinstance(answered, str):
+        return None, answered
+    checks, why = _judged(answered[1])
+    if checks is None:
+        return None, why
+    left = len(row.checks.programs) - len(checks.programs)
+    mutants = row.checks_status.split("; ", 1)[1] if "; " in row.checks_status else ""
+    return checks, why + f"; answered again ({left} programs left out)" + (f"; {mutants}" if mutants else "")
+
+
+def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, broken_root: Path,
+           lines: dict[str, list[list[int]]], programs: list[CheckProgram]) -> tuple[list[int], Checks] | str:
+    """The chosen programs answered as the grader runs them (in this order, one process), on gold under both seeds
+    and on the untouched code: (indices kept, the checks with gold's observations of every step, the
+    discriminating marks of this run and the package's state), or why there are none. A program is kept where both
+    seeds observe every step alike and its answers are those it was chosen for; one that answers otherwise depends
+    on state another leaves behind (humanize's `activate` sets a locale for every later call) and is left out, until
+    that settles. Where gold draws from `random`'s shared stream a step says so (`["drew"]`, the same under both
+    seeds), so that a rebuild that does not draw there is not gold (red team 4 R4: a FIFO `rr_cache` answered every
+    step where the draw does not show)."""
     kept = list(range(len(programs)))
     for _ in range(3):
-        plain = [programs[k].model_dump() for k in kept]
+        plain = [{"steps": programs[k].steps} for k in kept]
         runs = [run_programs(gold_root, row, runner, limits, plain, lines, seed=seed) for seed in (0, 1)]
-        same = [k for i, k in enumerate(kept) if all(r.observations[i] is not None and
-                                                      r.observations[i][: len(programs[k].expect)] == programs[k].expect
-                                                      for r in runs)]
+        if any(r.returncode == GUARD_EXIT for r in runs):
+            return "gold_trips_guard"
+        same = []
+        for i, k in enumerate(kept):
+            first, second = runs[0].observations[i], runs[1].observations[i]
+            want = programs[k].expect
+            if first is not None and first == second and len(first) == len(want) \
+                    and all(answer_of(a) == answer_of(b) for a, b in zip(first, want)):
+                same.append(k)
         if same == kept:
-            return kept
+            break
         kept = same
-    return []
+    else:
+        return [], Checks(programs=[])
+    broken = run_programs(broken_root, row, runner, limits, plain, {})
+    answered = []
+    for i, k in enumerate(kept):
+        expect, b = runs[0].observations[i], broken.observations[i]
+        disc = [b is None or j >= len(b) or b[j] != e for j, e in enumerate(expect)]
+        answered.append(CheckProgram(steps=programs[k].steps, expect=expect, discriminating=disc,
+                                     heldout=[h and d for h, d in zip(programs[k].heldout, disc)]))
+    state = None
+    if runs[0].state and runs[1].state:
+        state = {section: {name: digest for name, digest in names.items()
+                           if (runs[1].state.get(section) or {}).get(name) == digest}
+                 for section, names in runs[0].state.items() if isinstance(names, dict)}
+    return kept, Checks(programs=answered, state=state)
 
 
 def _choose(candidates: list[Candidate], adequacy) -> list[tuple[int, int]]:
@@ -863,7 +923,7 @@ def mode_forger(checks: Checks) -> Replay:
         return guess + want[2:] if guess[0] == want[0] == "ok" else guess
 
     return Replay([[forged(s, e) if h else e for s, e, h in zip(p.steps, p.expect, p.heldout)]
-                   for p in checks.programs], 0, False, "")
+                   for p in checks.programs], 0, False, "", checks.state)
 
 
 def unsound(checks: Checks) -> str | None:
@@ -898,6 +958,7 @@ class Verdict:
     missing: int = 0  # programs whose observations never came back
     guard: bool = False  # the audit hook ended the replay
     deadline: bool = False  # a step ran past its deadline and the replay was ended (Replay.deadline)
+    state: str = ""  # the first name of the package's state that differs from gold's (Checks.state)
     first_mismatch: str = ""
 
     @property
@@ -906,7 +967,8 @@ class Verdict:
         else 0. A gate, not a share: a table of the visible answers matches every visible step and, with the most
         common answer as its fallback, many held-out ones, so any share of them pays a forger (issue 28: 0.96 on
         inflection's `ordinal`); partial credit is left to the F2P fraction of a submission that passes the gate."""
-        if self.broke or self.missing or self.guard or self.deadline or not self.discriminating or not self.heldout:
+        if self.broke or self.missing or self.guard or self.deadline or self.state or not self.discriminating \
+                or not self.heldout:
             return 0.0
         return float(self.discriminating_matched == self.discriminating and self.heldout_matched == self.heldout)
 
@@ -920,6 +982,12 @@ class Verdict:
 
 def compare(checks: Checks, replay: Replay) -> Verdict:
     verdict = Verdict(guard=replay.returncode == GUARD_EXIT, deadline=replay.deadline)
+    for section, names in (checks.state or {}).items():
+        got = (replay.state or {}).get(section)
+        got = got if isinstance(got, dict) else {}
+        differs = next((name for name, digest in sorted(names.items()) if got.get(name) != digest), None)
+        if differs is not None and not verdict.state:
+            verdict.state = f"{section}: {differs}"
     for program, got in zip(checks.programs, replay.observations):
         if got is None:
             verdict.missing += 1

@@ -376,6 +376,10 @@ def behaviour_invalid(verdict: Verdict) -> list[Invalid]:
     if verdict.missing:
         return [Invalid(code="behaviour", message=(
             f"{verdict.missing} check programs gave no result (the code crashed or hung the replay)"))]
+    if verdict.state:
+        return [Invalid(code="package_state", message=(
+            f"the package's module-level state differs from the original's ({verdict.state}): the code changed "
+            "something outside the feature"))]
     if verdict.broke:
         return [Invalid(code="behaviour", message=(
             f"{verdict.broke} checks that the untouched task already passed now give a different result than the "

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import importlib
 import operator
 import re
@@ -376,6 +377,21 @@ def _import_aliases(body: list[ast.stmt]) -> set[tuple]:
     return aliases
 
 
+def _bare(args: ast.arguments) -> ast.arguments:
+    """The parameters without their annotations: those are the agent's to write or leave out."""
+    bare = copy.deepcopy(args)
+    for arg in (*bare.posonlyargs, *bare.args, *bare.kwonlyargs, bare.vararg, bare.kwarg):
+        if arg is not None:
+            arg.annotation = arg.type_comment = None
+    return bare
+
+
+def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """A definition's parameters as callers see them (names, kinds, defaults): code that calls a rebuilt function by
+    keyword (`ordinal(number=3)`) breaks where they differ, and no replayed program need ask that (red team 4, U4)."""
+    return ast.dump(_bare(fn.args), include_attributes=False)
+
+
 def _first_line(node: ast.AST) -> int:
     return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
 
@@ -453,6 +469,17 @@ class FileScope:
         if not isinstance(agent, want):
             self.fail("wrong_kind", f"{path} must be a {self.targets[path]}", agent)
             return
+        if isinstance(gold, type(agent)):
+            pairs = [(path, agent, gold)]
+            if isinstance(agent, ast.ClassDef):
+                mine = {s.name: s for s in agent.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                pairs = [(f"{path}.{g.name}", mine[g.name], g) for g in gold.body
+                         if isinstance(g, (ast.FunctionDef, ast.AsyncFunctionDef)) and g.name in mine]
+            for where, a, g in pairs:
+                if isinstance(a, ast.ClassDef) or _parameters(a) == _parameters(g):
+                    continue
+                self.fail("signature", f"{where} must keep the original's parameters (names, kinds and defaults): "
+                          f"({ast.unparse(_bare(g.args))})", a)
         self.code(agent, path)
 
     def code(self, node: ast.AST, path: str) -> None:

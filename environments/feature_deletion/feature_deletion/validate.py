@@ -16,7 +16,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from feature_deletion.behaviour import build_checks
+from feature_deletion.behaviour import answer_again, build_checks
 from feature_deletion.grading import grade
 from feature_deletion.sandbox import Limits
 from feature_deletion.scope import check_scope
@@ -28,6 +28,16 @@ def with_checks(row: TaskRow, tasks_dir: Path, runner: Path, limits: Limits | No
     if check_scope(row, {k: v.encode() for k, v in row.gold_files.items()}):
         return None, "gold_outside_allow_list"
     checks, status = build_checks(row, tasks_dir, runner, limits or Limits())
+    if checks is None:
+        return None, status
+    return row.model_copy(update={"checks": checks, "checks_status": status}), status
+
+
+def with_answers(row: TaskRow, tasks_dir: Path, runner: Path, limits: Limits | None = None) -> tuple[TaskRow | None, str]:
+    """The row with its kept programs answered again on gold (`behaviour.answer_again`), or None and why."""
+    if row.checks is None:
+        return None, row.checks_status or "no_checks"
+    checks, status = answer_again(row, tasks_dir, runner, limits or Limits())
     if checks is None:
         return None, status
     return row.model_copy(update={"checks": checks, "checks_status": status}), status
@@ -59,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-checks", action="store_true",
                         help="rebuild every task's checks on the gold code and rewrite the tasks file (tasks that "
                              "cannot be graded soundly leave it)")
+    parser.add_argument("--answer-checks", action="store_true",
+                        help="answer every task's kept check programs again on the gold code (nothing recorded or "
+                             "chosen anew: for checks built before the replay observed what it observes now) and "
+                             "rewrite the tasks file (tasks that cannot be graded soundly leave it)")
     parser.add_argument("--heldout-tests", metavar="DIR",
                         help="with --record-checks: give each task the test files DIR/<package>/test_*.py as its "
                              "held-out tests (recorded on the gold code, never in a sandbox the agent sees)")
@@ -86,21 +100,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pruned {len(unsound)} tasks: {dict(Counter(why for _, why in unsound))}; {len(rows)} kept")
         return 0
     rows = rows[: args.limit] if args.limit else rows
-    if args.record_checks:
-        if problems or args.limit:
-            parser.error("--record-checks rewrites the whole tasks file: fix malformed rows and drop --limit")
+    if args.record_checks or args.answer_checks:
+        if problems or args.limit or (args.record_checks and args.answer_checks):
+            parser.error("--record-checks and --answer-checks each rewrite the whole tasks file: fix malformed rows, "
+                         "drop --limit and give one of them")
         if args.heldout_tests:
             rows = [r.model_copy(update={"heldout_tests": heldout_tests(Path(args.heldout_tests) / r.package)})
                     for r in rows]
+        make = with_checks if args.record_checks else with_answers
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            built = list(pool.map(lambda r: with_checks(r, path.parent, runner_for(r)), rows))
+            built = list(pool.map(lambda r: make(r, path.parent, runner_for(r)), rows))
         dropped = [(r.id, why) for r, (new, why) in zip(rows, built) if new is None]
         rows = [new for new, _ in built if new is not None]
         write_rows(path, rows)
         report = path.with_name(path.name.split(".")[0] + ".checks.json")
+        before = json.loads(report.read_text()).get("dropped_tasks", {}) if args.answer_checks and report.is_file() else {}
+        every = before | dict(dropped)  # answering again keeps the tasks dropped when the checks were built
         report.write_text(json.dumps({
-            "kept": len(rows), "dropped": len(dropped), "reasons": dict(Counter(why for _, why in dropped)),
-            "tasks": {r.id: r.checks_status for r in rows}, "dropped_tasks": dict(dropped)}, indent=2) + "\n")
+            "kept": len(rows), "dropped": len(every), "reasons": dict(Counter(every.values())),
+            "tasks": {r.id: r.checks_status for r in rows}, "dropped_tasks": every}, indent=2) + "\n")
         for task, why in dropped:
             print(f"dropped {task}: {why}", file=sys.stderr)
         print(f"checks built for {len(rows)} of {len(built)} tasks; dropped {len(dropped)}: "

@@ -445,3 +445,67 @@ def test_a_feature_whose_answers_follow_the_seed_of_random_is_told_apart_from_on
     assert not _seeded([evict_a, ok], [evict_b, ok], [evict_b, ok])  # the process, not the seed
     assert not _seeded([["timeout"], evict_a], [["timeout"], evict_a], [["timeout"], evict_b])
     assert not _seeded(None, [ok], [ok])
+
+
+def _observed(tiny_tasks, tmp_path, source: str, step: dict) -> Replay:
+    rows, _, _ = tiny_tasks
+    root = tmp_path / str(len(list(tmp_path.iterdir())))
+    root.mkdir()
+    _package(root, source)
+    replay = run_programs(root, _task(rows, "add:body"), ensure_runner(), Limits(), [{"steps": [step]}], {})
+    assert replay.returncode == 0, replay.output_tail
+    return replay
+
+
+def _callback(*answers: tuple[int, int]) -> list:
+    return ["callback", {"calls": [[[[["int", a]], []], ["int", b]] for a, b in answers], "names": {}}]
+
+
+@pytest.mark.parametrize("gold, rebuilt, args, kwargs, told_by", [
+    # red team 4 U2: a callback called twice per item doubles its side effects, answers alike
+    ("def f(g):\n    return [g(1)]", "def f(g):\n    g(1)\n    return [g(1)]", [_callback((1, 2))], [], "called"),
+    # U3: the same exception type with another message
+    ("def f():\n    raise ValueError('too few items')", "def f():\n    raise ValueError('too many items')", [], [],
+     None),
+    # red team A: the caller's own dict handed back (toolz `dissoc`), equal to gold's copy
+    ("def f(d):\n    return dict(d)", "def f(d):\n    return d", [["dict", [[["str", "a"], ["int", 1]]]]], [], "shares"),
+    ("def f(d):\n    return [dict(d)]", "def f(d):\n    return [d]", [["dict", []]], [], "shares"),
+    # a keyword argument, and a list inside a tuple, changed in place
+    ("def f(d=None):\n    return 1", "def f(d=None):\n    d.append(1)\n    return 1", [], [["d", ["list", []]]],
+     "mutated"),
+    ("def f(t):\n    return 1", "def f(t):\n    t[0].append(1)\n    return 1", [["tuple", [["list", []]]]], [],
+     "mutated"),
+    # R4: a draw from random's shared stream where gold draws none
+    ("def f():\n    return 1", "import random\ndef f():\n    random.random()\n    return 1", [], [], "drew"),
+])
+def test_the_replay_observes_what_a_step_does_besides_its_answer(tiny_tasks, tmp_path, gold, rebuilt, args, kwargs,
+                                                                  told_by):
+    """Each pair answers alike and differs only in what the step does besides: the observations tell them apart."""
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": args, "kwargs": kwargs}
+    want = _observed(tiny_tasks, tmp_path, gold, step).observations[0][0]
+    got = _observed(tiny_tasks, tmp_path, rebuilt, step).observations[0][0]
+    assert want[:2] == got[:2] or want[0] == got[0] == "raises", (want, got)
+    assert want != got, want
+    if told_by:
+        assert told_by in [x[0] for x in got[2:] if isinstance(x, list)], got
+
+
+@pytest.mark.parametrize("when", ["on each call", "at import"])
+def test_the_packages_state_outside_the_feature_is_compared_with_golds(tiny_tasks, tmp_path, when):
+    """Red team 4 U1: an `ordinal` that also adds a word to inflection's `UNCOUNTABLES`. The driver reads the
+    package's module-level state after its import and after every program; the grader compares gold's names."""
+    gold = "WORDS = ['a']\n\ndef f():\n    return 1\n"
+    rebuilt = {"on each call": "WORDS = ['a']\n\ndef f():\n    WORDS.append('b')\n    return 1\n",
+               "at import": "WORDS = ['a']\n\ndef f():\n    return 1\n\n_ = WORDS.append('b')\n"}[when]
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [], "kwargs": []}
+    want = _observed(tiny_tasks, tmp_path, gold, step)
+    got = _observed(tiny_tasks, tmp_path, rebuilt, step)
+    assert want.observations == got.observations
+    assert set(want.state) == {"initial", "final"} and "fdcalc.WORDS" in want.state["final"], want.state
+    checks = Checks(programs=[CheckProgram(steps=[step], expect=want.observations[0], discriminating=[True],
+                                           heldout=[True])], state=want.state)
+    assert compare(checks, want).fraction == 1.0
+    verdict = compare(checks, got)
+    assert verdict.fraction == 0.0 and verdict.state.endswith("fdcalc.WORDS"), verdict
+    assert verdict.state.startswith("initial" if when == "at import" else "final"), verdict
+    assert compare(checks, Replay(want.observations, 0, False, "", None)).fraction == 0.0  # no state read: closed

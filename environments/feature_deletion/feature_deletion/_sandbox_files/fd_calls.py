@@ -44,6 +44,7 @@ import importlib
 import json
 import os
 import random
+import re
 import signal
 import sys
 import threading
@@ -817,8 +818,10 @@ class _Stub:
         for key, answer in calls:
             self._table.setdefault(json.dumps(key, sort_keys=True), []).append(answer)
         self._used = {}
+        self.count = 0  # calls, observed step by step: a rebuild that calls a callback twice doubles its side effects
 
     def __call__(self, *args, **kwargs):
+        self.count += 1
         try:
             key = json.dumps([[encode(a, opaque) for a in args], [[k, encode(v, opaque)] for k, v in kwargs.items()]],
                              sort_keys=True)
@@ -935,14 +938,17 @@ class Driver:
 
     def step(self, step):
         self.flag = None
-        feeds_before = len(self.feeds)
         try:
             call, args, kwargs = self.prepare(step)
         except _Unavailable:
             return ["unavailable"], None, False
         except Exception as exc:  # noqa: BLE001 - a reference that does not resolve on this code
             return ["raises", _qual(type(exc))], None, False
-        data_args = [(i, a) for i, a in enumerate(args) if type(a) in (list, dict, set, bytearray, collections.deque)]
+        given = [*enumerate(args), *kwargs.items()]
+        before = {key: _snapshot(a) for key, a in given if type(a) in CONTAINERS}
+        calls = [s.count for s in self.stubs]
+        taken = [f.taken for f in self.feeds]
+        drawn = random.getstate()
         signal.setitimer(signal.ITIMER_REAL, STEP_S)
         try:
             result = call(*args, **kwargs)
@@ -957,21 +963,40 @@ class Driver:
             return ["timeout"], None, False
         if self.flag is not None:
             return ["artifact", self.flag], None, False
+        # What a step did besides its answer, each where it did it: arguments changed in place (keyword ones and
+        # containers nested in a tuple too), containers of the answer that are the arguments' own (toolz `dissoc`
+        # handing back the caller's dict: red team A), each callback's calls and each stream's items taken in this
+        # step (red team 4, U2: `iterate` calling `func` twice per item), and a draw from `random`'s shared stream
+        # (R4: gold that draws cannot be graded by answers; a rebuild that draws where gold does not is not gold).
+        extras = []
+        try:
+            mutated = [[key, self.observe(a)] for key, a in given if key in before and _snapshot(a) != before[key]]
+            shared = _shared(result, given) if ok else []
+        except Exception as exc:  # noqa: BLE001 - encoding ran the code's own methods
+            mutated, shared = [["unencodable", _qual(type(exc))]], []
+        if mutated:
+            extras.append(["mutated", mutated])
+        if shared:
+            extras.append(["shares", shared])
+        called = [[i, s.count - (calls[i] if i < len(calls) else 0)] for i, s in enumerate(self.stubs)]
+        called = [c for c in called if c[1]]
+        if called:
+            extras.append(["called", called])
+        read = [[i, f.taken - (taken[i] if i < len(taken) else 0)] for i, f in enumerate(self.feeds)]
+        read = [r for r in read if r[1]]
+        if read:
+            extras.append(["taken", read])
+        if random.getstate() != drawn:
+            extras.append(["drew"])
         if not ok:
-            return ["raises", _qual(type(result))], None, False
+            return ["raises", _qual(type(result)), _exception_args(result), *extras], None, False
         try:
             obs = ["ok", self.observe(result)]
-            mutated = [[i, self.observe(a)] for i, a in data_args]
         except Unrecordable as exc:
-            obs, mutated = ["ok", ["unencodable", str(exc)[:200]]], []
+            obs = ["ok", ["unencodable", str(exc)[:200]]]
         except Exception as exc:  # noqa: BLE001 - encoding ran the code's own methods
-            obs, mutated = ["ok", ["unencodable", _qual(type(exc))]], []
-        if mutated:
-            obs.append(["mutated", mutated])
-        taken = [f.taken for f in self.feeds[feeds_before:]]
-        if taken:
-            obs.append(["taken", taken])
-        return obs, result, True
+            obs = ["ok", ["unencodable", _qual(type(exc))]]
+        return obs + extras, result, True
 
     def prepare(self, step):
         args = [decode(a, self.decode_other) for a in step.get("args", [])]
@@ -994,6 +1019,97 @@ class Driver:
         if name.startswith("__") and name.endswith("__"):
             return functools.partial(getattr(type(obj), name), obj), args, kwargs
         return getattr(obj, name), args, kwargs
+
+
+CONTAINERS = (list, tuple, dict, set, bytearray, collections.deque, collections.OrderedDict, collections.Counter,
+              collections.defaultdict)
+MAX_SHARED = 200  # containers walked in an answer and in the arguments, each
+
+
+def _typed(x, depth):
+    """Objects that are not plain data, by their type alone: no code of theirs runs."""
+    return ["obj", _qual(type(x))]
+
+
+def _snapshot(x):
+    try:
+        return json.dumps(encode(x, _typed))
+    except Exception as exc:  # noqa: BLE001 - an argument too big or too deep is compared by what went wrong
+        return _qual(type(exc))
+
+
+def _containers(x, path, into, depth=0):
+    """{id: path} of the mutable containers in `x` (itself, and what lists, tuples and dicts hold, 3 levels down)."""
+    if len(into) >= MAX_SHARED or depth > 3:
+        return into
+    t = type(x)
+    if t in CONTAINERS and t is not tuple:
+        into.setdefault(id(x), path)
+    if t in (list, tuple, collections.deque):
+        for i, item in enumerate(list(x)[:MAX_SHARED]):
+            _containers(item, [*path, i], into, depth + 1)
+    elif t in (dict, collections.OrderedDict, collections.Counter, collections.defaultdict):
+        for i, item in enumerate(list(x.values())[:MAX_SHARED]):
+            _containers(item, [*path, i], into, depth + 1)
+    return into
+
+
+def _shared(result, given):
+    """[[path in the answer, path in the arguments]] of each mutable container the answer holds that an argument
+    holds too."""
+    mine = _containers(result, [], {})
+    if not mine:
+        return []
+    theirs = {}
+    for key, a in given:
+        _containers(a, [key], theirs)
+    return sorted([path, theirs[i]] for i, path in mine.items() if i in theirs)
+
+
+ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+def _exception_args(exc):
+    """A raised exception's arguments (its message), objects by type and memory addresses blanked: observed beside
+    its type (red team 4, U3: `one([])` saying "too many items" where gold says "too few")."""
+    try:
+        text = ADDRESS.sub("0x?", json.dumps(encode(list(exc.args[:20]), _typed)))
+    except Exception as exc2:  # noqa: BLE001 - arguments too big, too deep or failing as they are read
+        return ["unencodable", _qual(type(exc2))]
+    return json.loads(text) if len(text) <= MAX_OBSERVATION else ["digest", hashlib.sha256(text.encode()).hexdigest()]
+
+
+# ------------------------------------------------------------------------------------------- the package's state
+
+def package_state(root):
+    """{name: digest} of what the package's modules hold at module level and on their classes (plain data, other
+    objects by type; functions, classes and modules left out): compared by the grader with gold's, name by name, at
+    the start and the end of the replay (red team 4, U1: an `ordinal` adding "window" to `UNCOUNTABLES`)."""
+    out = {}
+    for mod_name, mod in sorted(list(sys.modules.items()), key=lambda kv: kv[0]):
+        path = getattr(mod, "__file__", None)
+        if not isinstance(path, str) or not os.path.realpath(path).startswith(root):
+            continue
+        for name, value in list(vars(mod).items()):
+            if name.startswith("__"):
+                continue
+            if isinstance(value, type) and getattr(value, "__module__", None) == mod_name:
+                for attr, member in list(vars(value).items()):
+                    if not attr.startswith("__") and _stateful(member):
+                        out[f"{mod_name}.{value.__qualname__}.{attr}"] = _digest(member)
+            elif _stateful(value):
+                out[f"{mod_name}.{name}"] = _digest(value)
+    return out
+
+
+def _stateful(value):
+    return not isinstance(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+                                  staticmethod, classmethod, property, functools.partial)) \
+        and not type(value).__name__.endswith("_descriptor")
+
+
+def _digest(value):
+    return hashlib.sha256(_snapshot(value).encode()).hexdigest()[:16]
 
 
 class _Unavailable(Exception):
@@ -1031,9 +1147,26 @@ def main():
 
     signal.signal(signal.SIGALRM, alarm)
     threading.Thread(target=watch, args=(driver, done, sys.argv[2]), daemon=True).start()
+    root = os.environ.get("FD_PACKAGE")
+    state = {}
+    if root:
+        root = os.path.realpath(root).rstrip("/") + "/"
+        driver.clock = (time.monotonic(),)  # the package's import is the agent's code running, under a deadline
+        for module in json.loads(os.environ.get("FD_MODULES", "[]")):
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001 - a module that does not import is seen in the programs' answers
+                pass
+        state["initial"] = package_state(root)
+        driver.clock = None
     for index, program in enumerate(programs):
         observations = driver.run(program["steps"], int(os.environ.get("FD_SEED", "0")))
         done.append(json.dumps([index, observations]))
+    if root:
+        driver.clock = (time.monotonic(),)
+        state["final"] = package_state(root)
+        driver.clock = None
+        done.append(json.dumps(["state", state]))
     import gc
 
     driver.clock = (time.monotonic(),)  # the agent's finalisers run now, under the deadline, and never again

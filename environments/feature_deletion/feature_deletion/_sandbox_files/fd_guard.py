@@ -32,6 +32,7 @@ check.
 
 import json
 import os
+import re
 import sys
 
 EXIT = 86
@@ -66,16 +67,18 @@ _STDLIB = os.path.dirname(os.__file__)
 # whoever is on the stack below them (and besides, install's `makes_code`): the standard library's code generators,
 # whose text is built from validated identifiers (namedtuple, dataclasses), never executed (ast.parse) or parsed
 # first to a dotted name (inspect reading a builtin's text signature, as toolz's `curry` does for every builtin it
-# wraps). The agent's own lines may call them too. An allow-list, because a caller that is not the agent's can be
+# wraps; gettext turning a catalogue's plural formula into a function, after checking its every token, as humanize's
+# `activate` does). The agent's own lines may call them too. An allow-list, because a caller that is not the agent's can be
 # made to evaluate the agent's text: `typing.get_type_hints` evaluates a string annotation, and a C iterator the
 # agent armed runs it from the frame of whoever takes its first item, with no agent line on the stack (red team 3,
 # G3).
 CODE_MAKERS = frozenset({
     (_STDLIB + "/collections/__init__.py", "namedtuple"), (_STDLIB + "/dataclasses.py", "_create_fn"),
     (_STDLIB + "/dataclasses.py", "add_fns_to_class"), (_STDLIB + "/ast.py", "parse"),
-    (_STDLIB + "/inspect.py", "wrap_value"),
+    (_STDLIB + "/inspect.py", "wrap_value"), (_STDLIB + "/gettext.py", "c2py"),
 })
 DOCTEST = _STDLIB + "/doctest.py"
+MAKER_CALL = re.compile(rb"(?:builtins\.)?(?:exec|eval|compile)\s*\(")
 
 
 def install(lines, tests=()):
@@ -155,13 +158,49 @@ def install(lines, tests=()):
                   ("exec_module", "_load_unlocked"))  # a frozen module's code, from the interpreter
         return any(tuple(names[: len(chain)]) == chain for chain in chains)
 
+    sources = {}
+
+    def calls_maker(frame):
+        """Whether the call `frame` is making right now is written `exec(...)`, `eval(...)` or `compile(...)` in its
+        file. A C callable has no frame of its own, so whoever takes the first item of a C chain the agent built
+        (`map(exec, [text])` inside a returned iterator) is the caller the hook sees (red team 4, C2: a test's
+        `list(iterate(...))`): the span of the frame's current instruction tells the two apart."""
+        code = frame.f_code
+        try:
+            line, end, col, end_col = list(code.co_positions())[frame.f_lasti // 2]
+        except (IndexError, ValueError, TypeError):
+            return False
+        if line is None or end is None or col is None:
+            return False
+        if code.co_filename not in sources:
+            try:
+                with open(code.co_filename, "rb") as f:  # positions count UTF-8 bytes
+                    sources[code.co_filename] = f.read().splitlines()
+            except OSError:
+                sources[code.co_filename] = []
+        text = sources[code.co_filename]
+        if not 0 < line <= len(text):
+            return False
+        return MAKER_CALL.match(text[line - 1][col:]) is not None
+
     def makes_code(frame):
-        """Whether `frame`, the caller of compile, exec or eval, may make code once the agent's code has loaded: one of
-        CODE_MAKERS; a line of the task's test files (toolz's tests `exec` the functions they inspect); or doctest
-        running an example written in the package's files outside the agent's lines (toolz's tests `doctest.testmod`
-        the package: the docstring of a definition the agent wrote is its text, run as code)."""
+        """Whether `frame`, the caller of compile, exec or eval, may make code once the agent's code has loaded: the
+        import system loading a module; otherwise only a frame whose current call is written as that builtin's call
+        (`calls_maker`) and is one of CODE_MAKERS, pytest's assertion rewriting, a line of the task's test files
+        (toolz's tests `exec` the functions they inspect), or doctest running an example written in the package's
+        files outside the agent's lines (toolz's tests `doctest.testmod` the package: the docstring of a definition
+        the agent wrote is its text, run as code)."""
         name = frame.f_code.co_filename
-        if loads_module(frame) or name.endswith("/_pytest/assertion/rewrite.py") or name in trusted:
+        if loads_module(frame):
+            return True
+        if not calls_maker(frame):
+            return False
+        if name.endswith("/_pytest/assertion/rewrite.py") or name in trusted:
+            return True
+        if name.startswith(_STDLIB + os.sep) and "/site-packages/" not in name and under_load(frame):
+            # The standard library making code while a module is loaded, with no agent line above the load (those
+            # are refused first): `typing` compiles the string of a forward reference (`TypeVar("T", bound="X")`,
+            # a NamedTuple's string annotations) when humanize's modules are imported.
             return True
         if name == DOCTEST and frame.f_code.co_name == "__run":
             # Whose docstring an example came from, doctest does not reliably say (`__test__` entries are placed in
@@ -171,6 +210,13 @@ def install(lines, tests=()):
                 return False
             return all(line.strip() in documented for line in source.splitlines() if line.strip())
         return (name, frame.f_code.co_name) in CODE_MAKERS
+
+    def under_load(frame):
+        while frame is not None:
+            if importing(frame):
+                return True
+            frame = frame.f_back
+        return False
 
     def test_running(frame):
         while frame is not None:

@@ -58,12 +58,12 @@ def test_the_wrong_rebuild_with_a_c_chain_report_forgery_is_not_paid():
 
 
 def test_unrestricted_code_in_the_test_run_writes_nothing_another_episode_reads():
-    """Through C2, the grading test run tries to write into every directory a later episode or the host shares:
-    only its own staged /workspace and /tmp take a file (held tonight: read-only binds, an unprivileged uid)."""
+    """Through C2, the grading test run tried to write into every directory a later episode or the host shares:
+    only its own staged /workspace and /tmp took a file (read-only binds, an unprivileged uid). Since C2's fix the
+    probe never runs: the `exec` its C chain makes, taken by the test's `list(...)`, is refused."""
     row = row_of(ITERATE)
     played = play(row, iterate_armed(row, GOLD_ITERATE, probe_code()))
     record("redteam4_cchain", [played])
-    [line] = [x for x in played.output_tail.splitlines() if x.startswith(MARK + " probe ")]
-    print(f"probe: {played.line()}\n{line}")
-    written = sorted(p.rpartition(":")[0] for p in line.split()[2:] if p.endswith(":W"))
-    assert written == ["/tmp", "/workspace"]
+    print(f"probe: {played.line()}")
+    assert not [x for x in played.output_tail.splitlines() if x.startswith(MARK + " probe ")]
+    assert played.reward == 0.0 and "guard" in played.invalid, played.line()

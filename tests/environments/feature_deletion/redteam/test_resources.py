@@ -63,8 +63,9 @@ def _du_mib(path) -> int:
     return int(subprocess.run(["du", "-sm", str(path)], capture_output=True, text=True).stdout.split()[0])
 
 
-def test_disk_is_not_bounded_in_aggregate():
-    """10 files of 64 MiB (the per-file limit) = 640 MiB written to the host's disk by one run_tests call."""
+def test_disk_is_bounded_in_aggregate():
+    """10 files of 64 MiB (the per-file limit) = 640 MiB tried by one run_tests call: the workspace's disk quota
+    (`Limits.disk_mb`) stops the writes past it (F3 found no quota at all)."""
     row = rows()[0]
     files, mb = 10, 64
     with ToolSession(row, TASKS.parent) as s:
@@ -76,21 +77,22 @@ def test_disk_is_not_bounded_in_aggregate():
         outcome = s.finish(6, 3)
     print("reward", outcome.reward, [e["message"][:80] for e in outcome.errors if e["kind"] == "invalid_submission"])
     assert outcome.reward == 0.0
-    assert on_host <= Limits().fsize_mb, f"one run_tests call left {on_host} MiB on the host disk ({out[-300:]})"
+    assert on_host <= Limits().disk_mb, f"one run_tests call left {on_host} MiB on the host disk ({out[-300:]})"
 
 
-def test_memory_is_not_bounded_in_aggregate():
-    """Under RLIMIT_AS = 512 MiB per process, 4 forked processes hold 4 x 400 MiB at once: nothing bounds the sum."""
+def test_memory_is_bounded_in_aggregate():
+    """Under RLIMIT_AS = 512 MiB per process, 4 forked processes try to hold 4 x 400 MiB at once: the sandbox's total
+    (`Limits.total_memory_mb`, 1 GiB here) bounds the sum (F4 found nothing did)."""
     row = rows()[0]
-    limits = Limits(memory_mb=512)
+    limits = Limits(memory_mb=512, total_memory_mb=1024)
     with ToolSession(row, TASKS.parent, limits=limits) as s:
         s.call("write_file", json.dumps({"path": "conftest.py",
                                          "content": MEMORY_CONFTEST.format(procs=4, mb=400)}), 2)
         out = s.call("run_tests", json.dumps({"tests": [row.f2p[0]]}), 4)
         found = s.workspace.root / "rss.txt"
         rss = int(found.read_text()) if found.is_file() else 0
-    print("aggregate RSS MiB:", rss, "per-process limit MiB:", limits.memory_mb)
-    assert rss <= limits.memory_mb, f"{rss} MiB held at once under a {limits.memory_mb} MiB per-process limit"
+    print("aggregate RSS MiB:", rss, "total limit MiB:", limits.total_memory_mb)
+    assert rss <= limits.total_memory_mb, f"{rss} MiB held at once under a {limits.total_memory_mb} MiB total limit"
 
 
 if __name__ == "__main__":

@@ -378,8 +378,8 @@ def behaviour_invalid(verdict: Verdict) -> list[Invalid]:
             f"{verdict.missing} check programs gave no result (the code crashed or hung the replay)"))]
     if verdict.state:
         return [Invalid(code="package_state", message=(
-            f"the package's module-level state differs from the original's ({verdict.state}): the code changed "
-            "something outside the feature"))]
+            f"the package's state differs from the original's ({verdict.state}): a module-level value, or a public "
+            "attribute of an object the checks made, is not what the original leaves"))]
     if verdict.broke:
         return [Invalid(code="behaviour", message=(
             f"{verdict.broke} checks that the untouched task already passed now give a different result than the "

@@ -71,8 +71,9 @@ class Checks(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     version: int = 1
     programs: list[CheckProgram]
-    # {"initial": {name: digest}, "final": {...}}: the package's module-level state on gold, after its import and
-    # after every program ran (_sandbox_files/fd_calls.package_state); compared name by name, gold's names only
+    # {"initial": {name: digest}, "final": {...}, "objects": {...}}: the package's module-level state on gold, after
+    # its import and after every program ran (_sandbox_files/fd_calls.package_state), and the public attributes of the
+    # objects each program made (fd_calls.public_attributes); compared name by name, gold's names only
     state: dict[str, dict[str, str]] | None = None
 
     @property

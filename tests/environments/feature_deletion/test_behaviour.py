@@ -501,7 +501,7 @@ def test_the_packages_state_outside_the_feature_is_compared_with_golds(tiny_task
     want = _observed(tiny_tasks, tmp_path, gold, step)
     got = _observed(tiny_tasks, tmp_path, rebuilt, step)
     assert want.observations == got.observations
-    assert set(want.state) == {"initial", "final"} and "fdcalc.WORDS" in want.state["final"], want.state
+    assert set(want.state) == {"initial", "final", "objects"} and "fdcalc.WORDS" in want.state["final"], want.state
     checks = Checks(programs=[CheckProgram(steps=[step], expect=want.observations[0], discriminating=[True],
                                            heldout=[True])], state=want.state)
     assert compare(checks, want).fraction == 1.0
@@ -509,3 +509,31 @@ def test_the_packages_state_outside_the_feature_is_compared_with_golds(tiny_task
     assert verdict.fraction == 0.0 and verdict.state.endswith("fdcalc.WORDS"), verdict
     assert verdict.state.startswith("initial" if when == "at import" else "final"), verdict
     assert compare(checks, Replay(want.observations, 0, False, "", None)).fraction == 0.0  # no state read: closed
+
+
+def test_the_public_attributes_of_the_objects_a_program_made_are_compared_with_golds(tiny_tasks, tmp_path):
+    """Red team 2: more-itertools' `time_limited` starting with `timed_out = True` answered every step like gold; a
+    caller reads the attribute. Public attributes are compared by gold's names (a rebuild may keep more of its own,
+    and private ones are its representation)."""
+    gold = "class T:\n    def __init__(self):\n        self.timed_out = False\n        self._at = 1\n"
+    rebuilt = "class T:\n    def __init__(self):\n        self.timed_out = True\n        self._at = 2\n"
+    extra = "class T:\n    def __init__(self):\n        self.timed_out = False\n        self.mine = 3\n"
+    step = {"op": "new", "cls": ["ref", "fdcalc", "T"], "args": [], "kwargs": []}
+    want = _observed(tiny_tasks, tmp_path, gold, step)
+    assert want.state["objects"] == {"0.0.timed_out": want.state["objects"]["0.0.timed_out"]}, want.state
+    checks = Checks(programs=[CheckProgram(steps=[step], expect=want.observations[0], discriminating=[True],
+                                           heldout=[True])], state=want.state)
+    got = _observed(tiny_tasks, tmp_path, rebuilt, step)
+    assert got.observations == want.observations and compare(checks, got).state == "objects: 0.0.timed_out"
+    assert compare(checks, _observed(tiny_tasks, tmp_path, extra, step)).fraction == 1.0
+
+
+def test_a_callback_that_raised_when_recorded_raises_again_in_the_replay(tiny_tasks, tmp_path):
+    """Red team 2: `iterate` that goes on where `func` raises StopIteration was paid part; a raising callback had no
+    answer in its table, so no check could ask it."""
+    source = "def f(g):\n    try:\n        g(1)\n    except StopIteration:\n        return 'stopped'\n    return 'went on'\n"
+    stop = ["raise", ["exc", [["ref", "builtins", "StopIteration"], []]]]
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "kwargs": [],
+            "args": [["callback", {"calls": [[[[["int", 1]], []], stop]], "names": {}}]]}
+    [[observation]] = _observed(tiny_tasks, tmp_path, source, step).observations
+    assert observation[:2] == ["ok", ["str", "stopped"]] and ["called", [[0, 1]]] in observation[2:], observation

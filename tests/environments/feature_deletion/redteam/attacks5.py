@@ -244,8 +244,8 @@ def _rt5_boot():
     _RT5_BOOTED.append(True)
     found = collections
     modules = found._sys.modules
-    boot = modules.get("importlib._bootstrap")
-    loader = modules.get("importlib._bootstrap_external").SourceFileLoader("rt5_payload", "/nonexistent/rt5.py")
+    boot = modules.get("_frozen_importlib")
+    loader = modules.get("_frozen_importlib_external").SourceFileLoader("rt5_payload", "/nonexistent/rt5.py")
     loader.get_data = _rt5_text
     return boot._load(boot.spec_from_loader("rt5_payload", loader))
 

@@ -20,7 +20,13 @@ import types
 
 from attacks2 import row_of
 from attacks4 import ORDINAL_POISONS
-from attacks5 import ITERATE, ITERATE_TWICE_UNLESS_STUB, ORDINAL, ORDINAL_POISON_BLINDED, replace_def
+from attacks5 import (
+    ITERATE,
+    ITERATE_TWICE_UNLESS_STUB,
+    ORDINAL,
+    ORDINAL_POISON_BLINDED,
+    replace_def,
+)
 from harness import TASKS, gold_calls, play, record, replace_stub
 
 POISONED = """

@@ -20,11 +20,16 @@ import tarfile
 from pathlib import Path
 
 from attacks2 import row_of
-from attacks5 import (ORDINAL, ORDINAL_GOLD_BOOTED, ORDINAL_GOLD_PROBE_DIRECT, PROBE_DIRECT, boot_helpers,
-                      ordinal_with)
-from harness import TASKS, play, record
-
+from attacks5 import (
+    ORDINAL,
+    ORDINAL_GOLD_BOOTED,
+    ORDINAL_GOLD_PROBE_DIRECT,
+    PROBE_DIRECT,
+    boot_helpers,
+    ordinal_with,
+)
 from feature_deletion.scope import agent_lines
+from harness import TASKS, play, record
 
 HELPERS = Path(__file__).resolve().parents[4] / "environments/feature_deletion/feature_deletion/_sandbox_files"
 GUARDED = """
@@ -48,7 +53,7 @@ def _guarded_run(tmp_path, ordinal, helpers, payload_file):
     lines = {str(root / path): spans for path, spans in
              agent_lines(row, {call["path"]: call["content"].encode()}).items()}
     return subprocess.run([sys.executable, "-c", GUARDED, str(HELPERS), json.dumps(lines), payload_file], cwd=root,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
 
 
 def test_witness_payload_runs_under_the_hook(tmp_path):

@@ -15,8 +15,17 @@ import tarfile
 
 import pytest
 from attacks2 import row_of
-from attacks5 import (ORDINAL, ORDINAL_COUNT_BOMB, ORDINAL_DATE_BOMB, ORDINAL_DECIMAL_POISON, RR_CACHE,
-                      RR_CACHE_FIFO_DRAWING, SLICED, SLICED_EAGER, replace_def)
+from attacks5 import (
+    ORDINAL,
+    ORDINAL_COUNT_BOMB,
+    ORDINAL_DATE_BOMB,
+    ORDINAL_DECIMAL_POISON,
+    RR_CACHE,
+    RR_CACHE_FIFO_DRAWING,
+    SLICED,
+    SLICED_EAGER,
+    replace_def,
+)
 from harness import TASKS, gold_calls, play, record, replace_stub
 from test_redteam4_random import KEPT
 

@@ -42,12 +42,14 @@ from pathlib import Path
 
 from feature_deletion.fstree import remove_tree, temporary_directory
 from feature_deletion.sandbox import Limits, Sandbox, read_output
+from feature_deletion.scope import PURE_MODULES
 from feature_deletion.task import CheckProgram, Checks, TaskRow, apply_files, is_test_path, materialize
 
 RESULTS = "results.jsonl"  # what the driver writes in the sandbox's output dir, one [index, observations] a line
 STATE_BYTES = 1 << 20  # the package's state: names and 16-character digests
 RESULTS_BYTES_PER_STEP = 8192  # an observation (<= fd_calls.MAX_OBSERVATION characters, JSON-escaped) and its extras
 GUARD_EXIT = 86  # _sandbox_files/fd_guard.py's EXIT
+STDLIB_STATE = "stdlib:"  # _sandbox_files/fd_calls.py's: the process's state outside the package
 DEADLINE_EXIT = 87  # _sandbox_files/fd_calls.py's: a step caught its timeout and the driver's watchdog ended it
 STEP_DEADLINE_S = 3 + 2 + 1  # fd_calls.STEP_S + STEP_SLACK_S + PROF_SLACK_S: by then a step is ended, by the watchdog or by SIGPROF
 REPLAY_START_S = 60.0  # the replay's sandbox and interpreter starting, beside its steps' deadlines
@@ -140,7 +142,8 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
         result = sb.run([sb.python, f"{sb.helpers}/fd_calls.py", f"{sb.out}/programs.json", f"{sb.out}/{RESULTS}"],
                         env={"PYTHONPATH": sb.pythonpath(row.import_root), "FD_GUARD": json.dumps(guard),
                              "FD_SEED": str(seed), "FD_PACKAGE": sb.workspace,
-                             "FD_MODULES": json.dumps(sorted({m for m, _, _ in targets_of(row)}))},
+                             "FD_MODULES": json.dumps(sorted({m for m, _, _ in targets_of(row)})),
+                             "FD_STDLIB": json.dumps(sorted(PURE_MODULES))},
                         wall_s=min(limits.wall_s, REPLAY_START_S + steps * STEP_DEADLINE_S))
         observations: list[list | None] = [None] * len(programs)
         # every observation is at most MAX_OBSERVATION characters or a digest: a longer file is not the driver's
@@ -538,8 +541,11 @@ def _probes(programs: list[dict]) -> dict[str, list[tuple[str, str]]]:
 
 
 def _settled(first: list | None, second: list | None) -> int:
-    """Steps both gold runs (two processes, two seeds of `random`) agree on, up to the first that went past what
-    was recorded or timed out."""
+    """Steps both gold runs (two processes, `random` seeded 0 in each, as the grader seeds it) agree on, up to the
+    first that went past what was recorded or timed out. A step whose answer follows the draws of `random` is kept:
+    the grader replays the same draws, so a rebuild must draw as gold does and use what it drew (red team 3, R: steps
+    two seeds agreed on were those where the draw does not matter, and a FIFO `RRCache.popitem` answered them all);
+    one whose answer follows the process (hash order, clocks) is not."""
     if first is None or second is None:
         return 0
     n = 0
@@ -548,22 +554,6 @@ def _settled(first: list | None, second: list | None) -> int:
             break
         n += 1
     return n
-
-
-def _seeded(first: list | None, again: list | None, other: list | None) -> bool:
-    """Whether a program's answers on gold depend on the seed of `random`: a step answered alike by two processes of
-    the same seed (`first`, `again`) and otherwise under another seed (`other`). Such a feature cannot be graded
-    soundly: the steps both seeds agree on are those where the draw does not matter (one key left to evict), so a
-    rebuild that draws from the first few items, or not at all, answers them like gold (red team 3, R: RRCache.popitem
-    evicting FIFO was paid 1.0). Steps two processes of one seed disagree on (hash order, clocks) end the comparison."""
-    if first is None or again is None or other is None:
-        return False
-    for a, b, c in zip(first, again, other):
-        if a != b or a[0] in ("artifact", "timeout"):
-            return False
-        if a != c:
-            return True
-    return False
 
 
 def _question(step: dict) -> str | None:
@@ -608,21 +598,18 @@ def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Pa
     first = run_programs(gold_root, row, runner, limits, programs, lines)
     if first.returncode == GUARD_EXIT:
         return "gold_trips_guard"
-    # Another process, another seed: a step whose answer depends on either is no check.
-    second = run_programs(gold_root, row, runner, limits, programs, lines, seed=1)
     broken = run_programs(broken_root, row, runner, limits, programs, {})
     if all(o is None for o in first.observations):
         return "gold_replay_failed"
+    # Another process: a step whose answer depends on it is no check.
     again = run_programs(gold_root, row, runner, limits, programs, lines)
-    if any(_seeded(*runs) for runs in zip(first.observations, again.observations, second.observations)):
-        return "random_dependent"
     out: list[Candidate] = []
     expect_of: dict[int, list] = {}
     # A changed step that happens to ask what some recorded step asks is no held-out check: the answer is visible.
     asked = {_question(step) for p in recorded for step in p["steps"]} - {None}
     for index, program in enumerate(programs):
         g, b = first.observations[index], broken.observations[index]
-        n = _settled(g, second.observations[index])
+        n = _settled(g, again.observations[index])
         if n == 0:
             continue
         expect = g[:n]
@@ -764,18 +751,18 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
 
 def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, broken_root: Path,
            lines: dict[str, list[list[int]]], programs: list[CheckProgram]) -> tuple[list[int], Checks] | str:
-    """The chosen programs answered as the grader runs them (in this order, one process), on gold under both seeds
-    and on the untouched code: (indices kept, the checks with gold's observations of every step, the
-    discriminating marks of this run and the package's state), or why there are none. A program is kept where both
-    seeds observe every step alike and its answers are those it was chosen for; one that answers otherwise depends
-    on state another leaves behind (humanize's `activate` sets a locale for every later call) and is left out, until
-    that settles. Where gold draws from `random`'s shared stream a step says so (`["drew"]`, the same under both
-    seeds), so that a rebuild that does not draw there is not gold (red team 4 R4: a FIFO `rr_cache` answered every
-    step where the draw does not show)."""
+    """The chosen programs answered as the grader runs them (in this order, one process, `random` seeded 0), on gold
+    in two processes and on the untouched code: (indices kept, the checks with gold's observations of every step,
+    the discriminating marks of this run and the package's state), or why there are none. A program is kept where
+    both processes observe every step alike and its answers are those it was chosen for; one that answers otherwise
+    depends on state another leaves behind (humanize's `activate` sets a locale for every later call) and is left
+    out, until that settles. Where gold draws from `random`'s shared stream, a step says where the stream stands
+    after it (`["rng", digest]`), so that a rebuild that does not draw there, or draws otherwise, is not gold (red
+    team 4 R4: a FIFO `rr_cache`)."""
     kept = list(range(len(programs)))
     for _ in range(3):
         plain = [{"steps": programs[k].steps} for k in kept]
-        runs = [run_programs(gold_root, row, runner, limits, plain, lines, seed=seed) for seed in (0, 1)]
+        runs = [run_programs(gold_root, row, runner, limits, plain, lines) for _ in range(2)]
         if any(r.returncode == GUARD_EXIT for r in runs):
             return "gold_trips_guard"
         same = []
@@ -985,7 +972,9 @@ def compare(checks: Checks, replay: Replay) -> Verdict:
     for section, names in (checks.state or {}).items():
         got = (replay.state or {}).get(section)
         got = got if isinstance(got, dict) else {}
-        differs = next((name for name, digest in sorted(names.items()) if got.get(name) != digest), None)
+        # the standard library's modules a run did not load are not compared: gold may import one a rebuild need not
+        differs = next((name for name, digest in sorted(names.items()) if got.get(name) != digest
+                        and not (name.startswith(STDLIB_STATE) and name not in got)), None)
         if differs is not None and not verdict.state:
             verdict.state = f"{section}: {differs}"
     for program, got in zip(checks.programs, replay.observations):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import functools
 import importlib
 import operator
 import re
@@ -94,6 +95,12 @@ SAFE_DUNDERS = frozenset({
     "__isub__", "__ior__", "__iand__", "__class_getitem__", "__annotations__", "__class__",
 })
 FRAME_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_")
+# The clock, as `time` and `datetime` (the allowed modules that read it) name it: agent code may read it only where the
+# original does (cachetools' timers, humanize's dates). Elsewhere a rebuild that reads it can change its answers on a
+# date no check runs on (red team 5, T5: an `ordinal` right until 2027-01-01).
+CLOCK = frozenset({"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time",
+                   "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime", "clock_gettime_ns",
+                   "localtime", "gmtime", "ctime", "asctime", "strftime", "now", "utcnow", "today"})
 _GETTERS = (operator.attrgetter, operator.methodcaller)
 DUNDER_IN_TEXT = re.compile(r"__[A-Za-z0-9_]+?__")
 STDLIB = frozenset(sys.stdlib_module_names)
@@ -145,9 +152,12 @@ class Features:
     ("from", module, name) for `from module import name`; `package` is the top-level package of the task,
     whose own modules agent code may import."""
 
-    def __init__(self, bindings: dict[str, tuple], package: str):
+    def __init__(self, bindings: dict[str, tuple], package: str, private_ok: frozenset[str] = frozenset(),
+                 clock_ok: frozenset[str] = frozenset()):
         self.bindings = bindings
         self.package = package
+        self.private_ok = private_ok  # private attribute names the agent may use (`private_names`)
+        self.clock_ok = clock_ok  # the clock's names the original uses (`clock_names`)
         self.found: dict[tuple[str, str], int] = {}
         self.parents: dict[int, ast.AST] = {}
 
@@ -236,6 +246,12 @@ class Features:
     def _attr_name(self, attr: str, node: ast.AST) -> None:
         if attr == "__dict__" and isinstance(node, ast.Attribute) and self._own_dict(node):
             return  # an instance's own attributes: no more than `self.x`
+        if attr in CLOCK and attr not in self.clock_ok:
+            self.add("clock", attr, node)
+        if _private(attr) and attr not in self.private_ok and isinstance(node, ast.Attribute):
+            # On any base: a value's private attribute is the interpreter's through the standard library
+            # (`found = collections; found._sys.modules`, red teams 4 and 5), whatever the base resolves to.
+            self.add("private_attribute", attr, node)
         if _dunder(attr) and attr not in SAFE_DUNDERS:
             self.add("attribute", attr, node)
         elif attr.startswith(FRAME_PREFIXES) or (attr in STDLIB and _root(attr) not in PURE_MODULES):
@@ -377,6 +393,37 @@ def _import_aliases(body: list[ast.stmt]) -> set[tuple]:
     return aliases
 
 
+@functools.cache
+def _standard_private_names() -> frozenset[str]:
+    """Every private name an attribute of a standard module has in the grader's process (`collections._sys`,
+    `importlib._bootstrap`): computed, not listed, so that an agent's helper named like one grants nothing."""
+    names = set()
+    for name, module in list(sys.modules.items()):
+        if _root(name) in STDLIB and isinstance(module, types.ModuleType):
+            names.update(n for n in vars(module) if _private(n))
+    return frozenset(names)
+
+
+def private_names(gold: list[ast.Module], agent: ast.Module) -> frozenset[str]:
+    """The private attribute names agent code may use: those the original's files use or define (`self._data`,
+    cachetools' `self.__data`, toolz's `self._sigspec`), and those of the helper functions and methods the agent
+    defines itself, unless a standard module has an attribute of that name."""
+    used = {n.attr for tree in gold for n in ast.walk(tree) if isinstance(n, ast.Attribute) and _private(n.attr)}
+    used |= {n.name for tree in gold for n in ast.walk(tree)
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _private(n.name)}
+    own = {n.name for n in ast.walk(agent) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+           and _private(n.name)} - _standard_private_names()
+    return frozenset(used | own)
+
+
+def clock_names(gold: list[ast.Module]) -> frozenset[str]:
+    """The names of CLOCK the original's files use, as attributes or imported names."""
+    used = {n.attr for tree in gold for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    used |= {a.asname or a.name for tree in gold for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+             for a in n.names}
+    return frozenset(used & CLOCK)
+
+
 def _bare(args: ast.arguments) -> ast.arguments:
     """The parameters without their annotations: those are the agent's to write or leave out."""
     bare = copy.deepcopy(args)
@@ -409,12 +456,16 @@ class FileScope:
         self.gold_defs = dict(_def_paths(gold))
         self.bindings: dict[str, tuple] = import_bindings(gold)
         self.spans: list[list[int]] = []  # lines the agent wrote: its definitions and helpers
+        self.private_ok: frozenset[str] = frozenset()
+        self.clock_ok: frozenset[str] = frozenset()
 
     def fail(self, code: str, message: str, node: ast.AST | None = None) -> None:
         self.errors.append(Invalid(code=code, message=message, file=self.rel, line=getattr(node, "lineno", None)))
 
-    def check(self, agent: ast.Module) -> None:
+    def check(self, agent: ast.Module, gold_files: list[ast.Module] = ()) -> None:
         self.bindings = import_bindings(self.gold) | import_bindings(agent)
+        self.private_ok = private_names([self.gold, *gold_files], agent)
+        self.clock_ok = clock_names([self.gold, *gold_files])
         self.body(agent.body, self.gold.body, "")
 
     def body(self, agent: list[ast.stmt], gold: list[ast.stmt], prefix: str) -> None:
@@ -491,7 +542,8 @@ class FileScope:
                           f"{sub} is a {'class' if isinstance(child, ast.ClassDef) else 'dunder method'} "
                           "that the original does not define there", child)
         member = isinstance(self.gold_defs.get(path.rpartition(".")[0]), ast.ClassDef)
-        for (kind, what), line in Features(self.bindings, self.package).scan(node, member).found.items():
+        features = Features(self.bindings, self.package, self.private_ok, self.clock_ok).scan(node, member)
+        for (kind, what), line in features.found.items():
             self.errors.append(Invalid(code=f"construct.{kind}", file=self.rel, line=line, message=(
                 f"{path} uses {kind.replace('_', ' ')} `{what}`, which is not on the allow-list of code an agent "
                 "writes: reflection, runtime patching, dynamic code and the interpreter's internals are not allowed")))
@@ -548,7 +600,7 @@ def _scope(row: TaskRow, changes: dict[str, bytes | None]) -> tuple[list[Invalid
                                   message=f"{type(exc).__name__}: {exc}"))
             continue
         scope = FileScope(rel, _parse(row.gold_files[rel]), by_file.get(rel, {}), errors, package)
-        scope.check(agent)
+        scope.check(agent, [_parse(text) for other, text in sorted(row.gold_files.items()) if other != rel])
         if scope.spans:
             spans[rel] = scope.spans
     return errors, spans

@@ -433,18 +433,24 @@ def test_a_row_whose_checks_are_unsound_leaves_the_task_set_with_its_reason(tiny
     assert report["dropped_tasks"] == {forgeable.id: "too_few_heldout_checks"}
 
 
-def test_a_feature_whose_answers_follow_the_seed_of_random_is_told_apart_from_one_that_varies_by_process():
-    """Red team 3 R: checks kept where two seeds agree cannot judge a random feature (RRCache.popitem evicting FIFO
-    was paid 1.0), so such a task leaves the set (`random_dependent`); answers that two processes of one seed
-    already disagree on (hash order) say nothing about `random`."""
-    from feature_deletion.behaviour import _seeded
+def test_a_feature_that_draws_is_checked_on_the_draws_the_grader_replays(tiny_tasks, tmp_path):
+    """Red team 3 R / red team 4 R4: checks kept where two seeds agree cannot judge a random feature (a FIFO
+    `RRCache.popitem` answered them all). The grader seeds `random` with 0, so gold's draws are the same in every
+    process: kept as checks, with where the stream stands after the step, a rebuild that does not draw, or draws for
+    show and answers otherwise, is not gold."""
+    from feature_deletion.behaviour import _settled
 
-    ok, evict_a, evict_b = ["ok", 1], ["ok", ["a", 1]], ["ok", ["b", 2]]
-    assert _seeded([ok, evict_a], [ok, evict_a], [ok, evict_b])
-    assert not _seeded([ok, evict_a], [ok, evict_a], [ok, evict_a])
-    assert not _seeded([evict_a, ok], [evict_b, ok], [evict_b, ok])  # the process, not the seed
-    assert not _seeded([["timeout"], evict_a], [["timeout"], evict_a], [["timeout"], evict_b])
-    assert not _seeded(None, [ok], [ok])
+    gold = "import random\n\ndef f(xs):\n    return random.choice(xs)\n"
+    rebuilds = ["def f(xs):\n    return xs[0]\n",
+                "import random\n\ndef f(xs):\n    random.choice(xs)\n    return xs[0]\n",
+                "import random\n\ndef f(xs):\n    random.random()\n    return random.choice(xs)\n"]
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["list", [["int", i] for i in range(10)]]],
+            "kwargs": []}
+    first, again = (_observed(tiny_tasks, tmp_path, gold, step).observations[0] for _ in range(2))
+    assert _settled(first, again) == 1 and first[0][0] == "ok" and first[0][2][0] == "rng", first
+    for source in rebuilds:
+        assert _observed(tiny_tasks, tmp_path, source, step).observations[0] != first, source
+    assert _settled(first, [["ok", first[0][1]]]) == 0  # another process, another answer: no check
 
 
 def _observed(tiny_tasks, tmp_path, source: str, step: dict) -> Replay:
@@ -476,7 +482,7 @@ def _callback(*answers: tuple[int, int]) -> list:
     ("def f(t):\n    return 1", "def f(t):\n    t[0].append(1)\n    return 1", [["tuple", [["list", []]]]], [],
      "mutated"),
     # R4: a draw from random's shared stream where gold draws none
-    ("def f():\n    return 1", "import random\ndef f():\n    random.random()\n    return 1", [], [], "drew"),
+    ("def f():\n    return 1", "import random\ndef f():\n    random.random()\n    return 1", [], [], "rng"),
 ])
 def test_the_replay_observes_what_a_step_does_besides_its_answer(tiny_tasks, tmp_path, gold, rebuilt, args, kwargs,
                                                                   told_by):
@@ -537,3 +543,25 @@ def test_a_callback_that_raised_when_recorded_raises_again_in_the_replay(tiny_ta
             "args": [["callback", {"calls": [[[[["int", 1]], []], stop]], "names": {}}]]}
     [[observation]] = _observed(tiny_tasks, tmp_path, source, step).observations
     assert observation[:2] == ["ok", ["str", "stopped"]] and ["called", [[0, 1]]] in observation[2:], observation
+
+
+def test_a_callback_in_the_replay_is_a_plain_function_with_the_tests_names(tiny_tasks, tmp_path):
+    """Red team 5 U5: `iterate` called `func` twice unless `func` had the replay stub's `count` attribute."""
+    source = "def f(g):\n    return [type(g).__name__, hasattr(g, 'count'), g.__name__, g(1)]\n"
+    names = {"__name__": "double", "__qualname__": "test_x.<locals>.double", "__module__": "tests.test_x"}
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "kwargs": [],
+            "args": [["callback", {"calls": [[[[["int", 1]], []], ["int", 2]]], "names": names}]]}
+    [[observation]] = _observed(tiny_tasks, tmp_path, source, step).observations
+    assert observation[1] == ["list", [["str", "function"], ["bool", False], ["str", "double"], ["int", 2]]], observation
+
+
+def test_process_state_plain_code_can_change_is_compared_with_golds(tiny_tasks, tmp_path):
+    """Red team 5 P5: an `ordinal` that sets `decimal.getcontext().prec = 6` answered every step like gold."""
+    gold = "import decimal\n\ndef f():\n    return 1\n"
+    rebuilt = "import decimal\n\ndef f():\n    decimal.getcontext().prec = 6\n    return 1\n"
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [], "kwargs": []}
+    want = _observed(tiny_tasks, tmp_path, gold, step)
+    checks = Checks(programs=[CheckProgram(steps=[step], expect=want.observations[0], discriminating=[True],
+                                           heldout=[True])], state=want.state)
+    assert compare(checks, want).fraction == 1.0
+    assert compare(checks, _observed(tiny_tasks, tmp_path, rebuilt, step)).state == "final: stdlib:decimal.getcontext()"

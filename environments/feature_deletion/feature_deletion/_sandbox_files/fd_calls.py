@@ -19,8 +19,8 @@ behind a thin proxy. Nothing of the test's outcome is needed: the expectations a
 answers when the grader replays the programs (below), so a program only has to be a plausible use.
 
 As a script (`python fd_calls.py PROGRAMS.json RESULTS.jsonl`): installs the grader's audit hook
-(fd_guard), runs every program (`random` seeded with FD_SEED, 0 by default) on the code it imports and writes one line per program, JSON
-[index, observations], an observation per step: the result
+(fd_guard), runs every program (`random` seeded with FD_SEED, 0 by default, and the program's steps) on the code it
+imports and writes one line per program, JSON [index, observations], an observation per step: the result
 (plain data, or a handle numbered by first appearance with its kind), the raised exception's type,
 arguments mutated in place and how far streams were read.
 
@@ -706,7 +706,7 @@ class _Callback:
     def __init__(self, fn):
         self._fn = fn
         self.calls = []
-        names = {k: getattr(fn, k, None) for k in ("__name__", "__qualname__", "__doc__")}
+        names = {k: getattr(fn, k, None) for k in ("__name__", "__qualname__", "__doc__", "__module__")}
         self.encoding = ["callback", {"calls": self.calls,
                                       "names": {k: v for k, v in names.items() if isinstance(v, str)}}]
 
@@ -815,21 +815,19 @@ def pytest_sessionfinish(session, exitstatus):
 
 # ------------------------------------------------------------------------------------------- replaying
 
-class _Stub:
-    """A callback answered from its recorded table: the first unused answer to the same arguments, else the
-    last one given to them; arguments it has never seen are an Artifact."""
+class _Table:
+    """A callback's recorded answers: the first unused answer to the same arguments, else the last one given to
+    them; arguments it has never seen are an Artifact. The driver's own: the code gets `_stub`'s function."""
 
-    def __init__(self, calls, driver, names=None):
+    def __init__(self, calls, driver):
         self._driver = driver
-        for key, value in (names or {}).items():  # what code reads off a function: __name__, __qualname__, __doc__
-            setattr(self, key, value)
         self._table = {}
         for key, answer in calls:
             self._table.setdefault(json.dumps(key, sort_keys=True), []).append(answer)
         self._used = {}
         self.count = 0  # calls, observed step by step: a rebuild that calls a callback twice doubles its side effects
 
-    def __call__(self, *args, **kwargs):
+    def answer(self, args, kwargs):
         self.count += 1
         try:
             key = json.dumps([[encode(a, opaque) for a in args], [[k, encode(v, opaque)] for k, v in kwargs.items()]],
@@ -847,6 +845,17 @@ class _Stub:
         if answer[0] == "raise":
             raise decode(answer[1], self._driver.decode_other)
         return decode(answer, self._driver.decode_other)
+
+
+def _stub(table, names):
+    """The function the code gets for a test's callback: a plain function, as the test's was, with its names and no
+    attribute of the replay's (red team 5, U5: `iterate` calling `func` twice unless `func` had the stub's `count`)."""
+    def callback(*args, **kwargs):
+        return table.answer(args, kwargs)
+
+    for key, value in (names or {}).items():  # what code reads off a function: __name__, __qualname__, __module__, ...
+        setattr(callback, key, value)
+    return callback
 
 
 class _Feed:
@@ -895,8 +904,10 @@ class Driver:
                 obj = list(obj.values())[i] if isinstance(obj, dict) else obj[i]
             return obj
         if tag == "callback":
-            stub = _Stub(value["calls"], self, value.get("names"))
+            table = _Table(value["calls"], self)
+            stub = _stub(table, value.get("names"))
             self.stubs.append(stub)
+            self.tables.append(table)
             return stub
         if tag == "stream":
             feed = _Feed(value["items"], value["end"], self)
@@ -905,8 +916,8 @@ class Driver:
         raise ValueError("unknown tag " + tag)
 
     def observe_other(self, x, depth):
-        if isinstance(x, _Stub):
-            return ["stub", self.stubs.index(x)]
+        if any(x is stub for stub in self.stubs):
+            return ["stub", next(i for i, stub in enumerate(self.stubs) if x is stub)]
         if isinstance(x, _Feed):
             return ["feed", self.feeds.index(x)]
         key = id(x)
@@ -929,8 +940,11 @@ class Driver:
 
     def run(self, steps, seed=0):
         self.slots, self.failed = [], []
-        self.stubs, self.feeds, self.seen, self.kept, self.iters = [], [], {}, [], {}
-        random.seed(seed)
+        self.stubs, self.tables, self.feeds, self.seen, self.kept, self.iters = [], [], [], {}, [], {}
+        # Seeded by the program as well: were every program to start from one seed, its first draw would pick the
+        # same place every time, and a rebuild that always picks that place (red team 5, R5: a FIFO `rr_cache`
+        # that draws for show) would answer every program's first draw like gold.
+        random.seed(f"{seed}/{json.dumps(steps, sort_keys=True)}")
         out = []
         for step in steps:
             self.clock = (time.monotonic(),)
@@ -957,7 +971,7 @@ class Driver:
             return ["raises", _qual(type(exc))], None, False
         given = [*enumerate(args), *kwargs.items()]
         before = {key: _snapshot(a) for key, a in given if type(a) in CONTAINERS}
-        calls = [s.count for s in self.stubs]
+        calls = [t.count for t in self.tables]
         taken = [f.taken for f in self.feeds]
         drawn = random.getstate()
         signal.setitimer(signal.ITIMER_REAL, STEP_S)
@@ -977,8 +991,8 @@ class Driver:
         # What a step did besides its answer, each where it did it: arguments changed in place (keyword ones and
         # containers nested in a tuple too), containers of the answer that are the arguments' own (toolz `dissoc`
         # handing back the caller's dict: red team A), each callback's calls and each stream's items taken in this
-        # step (red team 4, U2: `iterate` calling `func` twice per item), and a draw from `random`'s shared stream
-        # (R4: gold that draws cannot be graded by answers; a rebuild that draws where gold does not is not gold).
+        # step (red team 4, U2: `iterate` calling `func` twice per item), and where `random`'s shared stream stands
+        # after a step that drew from it (R4: a FIFO `rr_cache` never draws; one that draws for show draws otherwise).
         extras = []
         try:
             mutated = [[key, self.observe(a)] for key, a in given if key in before and _snapshot(a) != before[key]]
@@ -989,7 +1003,7 @@ class Driver:
             extras.append(["mutated", mutated])
         if shared:
             extras.append(["shares", shared])
-        called = [[i, s.count - (calls[i] if i < len(calls) else 0)] for i, s in enumerate(self.stubs)]
+        called = [[i, t.count - (calls[i] if i < len(calls) else 0)] for i, t in enumerate(self.tables)]
         called = [c for c in called if c[1]]
         if called:
             extras.append(["called", called])
@@ -997,8 +1011,9 @@ class Driver:
         read = [r for r in read if r[1]]
         if read:
             extras.append(["taken", read])
-        if random.getstate() != drawn:
-            extras.append(["drew"])
+        state = random.getstate()
+        if state != drawn:
+            extras.append(["rng", hashlib.sha256(repr(state).encode()).hexdigest()[:16]])
         if not ok:
             return ["raises", _qual(type(result)), _exception_args(result), *extras], None, False
         try:
@@ -1092,12 +1107,23 @@ def _exception_args(exc):
 
 # ------------------------------------------------------------------------------------------- the package's state
 
-def package_state(root):
+STDLIB_STATE = "stdlib:"  # names of the process's state outside the package: compared where both runs have them
+
+
+def package_state(root, watched=()):
     """{name: digest} of what the package's modules hold at module level and on their classes (plain data, other
     objects by type; functions, classes and modules left out): compared by the grader with gold's, name by name, at
-    the start and the end of the replay (red team 4, U1: an `ordinal` adding "window" to `UNCOUNTABLES`)."""
+    the start and the end of the replay (red team 4, U1: an `ordinal` adding "window" to `UNCOUNTABLES`). Beside
+    it, under STDLIB_STATE, the public module-level values of the standard modules agent code may import
+    (`watched`, loaded ones), `decimal`'s context and the locale: the process's state that plain code can change
+    (red team 5, P5: an `ordinal` setting `decimal.getcontext().prec = 6`)."""
     out = {}
     for mod_name, mod in sorted(list(sys.modules.items()), key=lambda kv: kv[0]):
+        if mod_name.split(".", 1)[0] in watched and isinstance(mod, types.ModuleType):
+            for name, value in list(vars(mod).items()):
+                if not name.startswith("_") and _stateful(value):
+                    out[f"{STDLIB_STATE}{mod_name}.{name}"] = _digest(value)
+            continue
         path = getattr(mod, "__file__", None)
         if not isinstance(path, str) or not os.path.realpath(path).startswith(root):
             continue
@@ -1110,6 +1136,10 @@ def package_state(root):
                         out[f"{mod_name}.{value.__qualname__}.{attr}"] = _digest(member)
             elif _stateful(value):
                 out[f"{mod_name}.{name}"] = _digest(value)
+    if "decimal" in sys.modules:
+        out[f"{STDLIB_STATE}decimal.getcontext()"] = _digest(repr(sys.modules["decimal"].getcontext()))
+    if "locale" in sys.modules:
+        out[f"{STDLIB_STATE}locale.setlocale()"] = _digest(sys.modules["locale"].setlocale(sys.modules["locale"].LC_ALL))
     return out
 
 
@@ -1187,7 +1217,8 @@ def main():
                 importlib.import_module(module)
             except Exception:  # noqa: BLE001 - a module that does not import is seen in the programs' answers
                 pass
-        state["initial"] = package_state(root)
+        watched = frozenset(json.loads(os.environ.get("FD_STDLIB", "[]")))
+        state["initial"] = package_state(root, watched)
         driver.clock = None
         state["objects"] = {}
     for index, program in enumerate(programs):
@@ -1199,7 +1230,7 @@ def main():
             driver.clock = None
     if root:
         driver.clock = (time.monotonic(),)
-        state["final"] = package_state(root)
+        state["final"] = package_state(root, watched)
         driver.clock = None
         done.append(json.dumps(["state", state]))
     import gc

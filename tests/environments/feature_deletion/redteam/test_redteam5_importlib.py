@@ -69,7 +69,8 @@ def test_control_direct_frame_read_is_refused():
     row = row_of(ORDINAL)
     played = play(row, ordinal_with(row, ORDINAL_GOLD_PROBE_DIRECT, PROBE_DIRECT))
     record("redteam5_importlib", [played])
-    assert played.reward == 0.0 and "guard" in played.invalid
+    # refused by the scope check since red team 5's fix (`found._sys` is a private attribute of a value), else the hook
+    assert played.reward == 0.0 and {"guard", "construct.private_attribute"} & set(played.invalid), played.line()
 
 
 def test_payload_through_bootstrap_load_is_refused():

@@ -30,3 +30,15 @@ def ordinal(number: int) -> str:
 
     calendar.setfirstweekday(calendar.SUNDAY)
 ''' + _ORDINAL_TAIL
+
+# P6k: a standard class's method replaced (`collections.Counter.most_common`): classes are not digested at all
+# (`_stateful` leaves types out), so every caller's `Counter.most_common()` is sorted by key, not by count.
+ORDINAL_COUNTER_METHOD = '''
+def ordinal(number: int) -> str:
+    import collections
+
+    def most(self, n=None):
+        return sorted(self.items())[:n]
+
+    collections.Counter.most_common = most
+''' + _ORDINAL_TAIL

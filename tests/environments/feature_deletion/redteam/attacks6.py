@@ -42,3 +42,13 @@ def ordinal(number: int) -> str:
 
     collections.Counter.most_common = most
 ''' + _ORDINAL_TAIL
+
+# T6: red team 5's date bomb through an import statement: `scope.CLOCK` judges attribute names (`time.time`), and
+# `from time import time as now` has none, so the clock is read where the original never reads it.
+ORDINAL_DATE_BOMB_FROM_IMPORT = '''
+def ordinal(number: int) -> str:
+    from time import time as now
+
+    if now() > 1798761600.0:  # 2027-01-01
+        return "th"
+''' + _ORDINAL_TAIL

@@ -745,7 +745,8 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
     if checks is None:
         return None, why
     left = len(row.checks.programs) - len(checks.programs)
-    mutants = row.checks_status.split("; ", 1)[1] if "; " in row.checks_status else ""
+    earlier = [part for part in row.checks_status.split("; ")[1:] if not part.startswith("answered again")]
+    mutants = "; ".join(earlier)
     return checks, why + f"; answered again ({left} programs left out)" + (f"; {mutants}" if mutants else "")
 
 

@@ -153,11 +153,12 @@ class Features:
     whose own modules agent code may import."""
 
     def __init__(self, bindings: dict[str, tuple], package: str, private_ok: frozenset[str] = frozenset(),
-                 clock_ok: frozenset[str] = frozenset()):
+                 clock_ok: frozenset[str] = frozenset(), classes: frozenset[str] = frozenset()):
         self.bindings = bindings
         self.package = package
         self.private_ok = private_ok  # private attribute names the agent may use (`private_names`)
         self.clock_ok = clock_ok  # the clock's names the original uses (`clock_names`)
+        self.classes = classes  # the classes the original's module defines at its top level
         self.found: dict[tuple[str, str], int] = {}
         self.parents: dict[int, ast.AST] = {}
 
@@ -195,6 +196,30 @@ class Features:
         if not positional or positional[0].arg != name:
             return False
         return not any(_binds(n, name) for n in ast.walk(func) if n is not positional[0])
+
+    def _on_own_class(self, node: ast.Attribute) -> bool:
+        """`self.x` in a method (the base is the first parameter of the function it is in, defined in a class body and
+        never rebound there), or `C.x` for a class C of the original's module that no enclosing function rebinds."""
+        if not isinstance(node.value, ast.Name):
+            return False
+        name = node.value.id
+        if name in self.classes:
+            func = self.parents.get(id(node))
+            while func is not None:
+                if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) \
+                        and any(_binds(n, name) for n in ast.walk(func)):
+                    return False
+                func = self.parents.get(id(func))
+            return True
+        func = self.parents.get(id(node))
+        while func is not None and not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            func = self.parents.get(id(func))
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                or not isinstance(self.parents.get(id(func)), ast.ClassDef):
+            return False
+        positional = [*func.args.posonlyargs, *func.args.args]
+        return bool(positional) and positional[0].arg == node.value.id \
+            and not any(_binds(n, node.value.id) for n in ast.walk(func) if n is not positional[0])
 
     def _own(self, module: str) -> bool:
         """The package's own modules and its third-party dependencies (python-slugify's `text_unidecode`): code
@@ -248,9 +273,13 @@ class Features:
             return  # an instance's own attributes: no more than `self.x`
         if attr in CLOCK and attr not in self.clock_ok:
             self.add("clock", attr, node)
-        if _private(attr) and attr not in self.private_ok and isinstance(node, ast.Attribute):
+        if _private(attr) and isinstance(node, ast.Attribute) and (
+                attr not in self.private_ok
+                or (attr in _standard_private_names() and not self._on_own_class(node))):
             # On any base: a value's private attribute is the interpreter's through the standard library
-            # (`found = collections; found._sys.modules`, red teams 4 and 5), whatever the base resolves to.
+            # (`found = collections; found._sys.modules`, red teams 4 and 5), whatever the base resolves to. A name
+            # the original uses that a standard module also has (more-itertools' `self._cache`, `re._cache`) only on
+            # a method's own first parameter (red team 6, C6: `found = re; found._cache[...]` poisoned `re`).
             self.add("private_attribute", attr, node)
         if _dunder(attr) and attr not in SAFE_DUNDERS:
             self.add("attribute", attr, node)
@@ -323,6 +352,9 @@ class Features:
             module = "." * n.level + (n.module or "")
             if _root(module) not in PURE_MODULES and not self._own(module):
                 self.add("import", module, n)
+            for a in n.names:  # `from time import time as now` reads the clock under another name (red team 6, T6)
+                if a.name in CLOCK and a.name not in self.clock_ok and not self._own(module):
+                    self.add("clock", a.name, n)
 
 
 def _binds(n: ast.AST, name: str) -> bool:
@@ -542,7 +574,8 @@ class FileScope:
                           f"{sub} is a {'class' if isinstance(child, ast.ClassDef) else 'dunder method'} "
                           "that the original does not define there", child)
         member = isinstance(self.gold_defs.get(path.rpartition(".")[0]), ast.ClassDef)
-        features = Features(self.bindings, self.package, self.private_ok, self.clock_ok).scan(node, member)
+        classes = frozenset(c.name for c in self.gold.body if isinstance(c, ast.ClassDef))
+        features = Features(self.bindings, self.package, self.private_ok, self.clock_ok, classes).scan(node, member)
         for (kind, what), line in features.found.items():
             self.errors.append(Invalid(code=f"construct.{kind}", file=self.rel, line=line, message=(
                 f"{path} uses {kind.replace('_', ' ')} `{what}`, which is not on the allow-list of code an agent "

@@ -33,16 +33,17 @@ ORDINAL = ONE_ANSWER[0]
 
 def test_tasks_whose_held_out_checks_one_answer_covered_are_kept_only_with_checks_it_does_not_cover():
     """Rebuilt with held-out programs taken in turns by answer (`behaviour._held_out_selection`) and numbers written
-    as text changed as numbers, 7 of them are kept; every kept task's held-out checks have no answer covering more
-    than half of them and stop the mode forger; the others left the set with their reason."""
+    as text changed as numbers, 7 of them were kept, 6 since `rr_cache` left by hand (red team 5: no check tells which
+    key its cache evicts); every kept task's held-out checks have no answer covering more than half of them and stop
+    the mode forger; the others left the set with their reason."""
     rows, problems = load_rows(DEFAULT_TASKS)
     assert not problems
     by_id = {r.id: r for r in rows}
     report = json.loads(DEFAULT_TASKS.with_name("tasks.checks.json").read_text())
-    assert len(set(ONE_ANSWER) & set(by_id)) == 7
+    assert len(set(ONE_ANSWER) & set(by_id)) == 6
     for task in ONE_ANSWER:
         if task not in by_id:
-            assert report["dropped_tasks"][task] == "too_few_heldout_checks"
+            assert report["dropped_tasks"][task].split(":")[0] in ("too_few_heldout_checks", "eviction_unobserved")
             continue
         # Counted as the filter counts them (issue 28, red team 2): each held-out question once, by its answer.
         answers = Counter(answer for _, answer in held_out_questions(by_id[task].checks.programs).values())

@@ -24,12 +24,13 @@ def test_harness_gold_and_untouched():
 
 
 def test_gold_through_the_helper_is_paid():
-    """The helper generator with gold's body, unarmed: the harness's own control (1.0)."""
+    """The helper generator with gold's body, unarmed: the harness's own control (1.0 before red team 5's fix; the
+    helper reaches `sys.modules` as `found._sys`, which the scope check now refuses, armed or not)."""
     row = row_of(ITERATE)
     played = play(row, iterate_armed(row, GOLD_ITERATE, None))
     record("redteam4_cchain", [played])
     print(f"gold helper: {played.line()}")
-    assert played.reward == 1.0
+    assert played.reward == 1.0 or "construct.private_attribute" in played.invalid, played.line()
 
 
 def test_gold_with_exec_run_from_the_tests_frame_is_refused():
@@ -66,4 +67,4 @@ def test_unrestricted_code_in_the_test_run_writes_nothing_another_episode_reads(
     record("redteam4_cchain", [played])
     print(f"probe: {played.line()}")
     assert not [x for x in played.output_tail.splitlines() if x.startswith(MARK + " probe ")]
-    assert played.reward == 0.0 and "guard" in played.invalid, played.line()
+    assert played.reward == 0.0 and {"guard", "construct.private_attribute"} & set(played.invalid), played.line()

@@ -34,7 +34,8 @@ def test_gold_running_text_through_the_import_system_is_refused():
     record("redteam4_importlib", [played])
     print(f"gold + import-system marker: {played.line()}")
     assert MARK not in played.output_tail
-    assert played.reward == 0.0 and "guard" in played.invalid
+    # the hook ended it; since red team 5's fix the scope check refuses `found._sys` before any of it runs
+    assert played.reward == 0.0 and {"guard", "construct.private_attribute"} & set(played.invalid), played.line()
 
 
 @pytest.mark.parametrize("task", [ITERATE, CURRY_BIND])

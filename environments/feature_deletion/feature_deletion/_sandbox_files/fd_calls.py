@@ -916,8 +916,9 @@ class Driver:
         raise ValueError("unknown tag " + tag)
 
     def observe_other(self, x, depth):
-        if any(x is stub for stub in self.stubs):
-            return ["stub", next(i for i, stub in enumerate(self.stubs) if x is stub)]
+        for i, stub in enumerate(self.stubs):
+            if x is stub:
+                return ["stub", i]
         if isinstance(x, _Feed):
             return ["feed", self.feeds.index(x)]
         key = id(x)
@@ -1128,8 +1129,7 @@ def package_state(root, watched=()):
                 elif _stateful(value):
                     out[f"{STDLIB_STATE}{mod_name}.{name}"] = _object_digest(value)
             continue
-        path = getattr(mod, "__file__", None)
-        if not isinstance(path, str) or not os.path.realpath(path).startswith(root):
+        if not _in_package(mod, root):
             continue
         for name, value in list(vars(mod).items()):
             if name.startswith("__"):
@@ -1153,9 +1153,7 @@ def public_attributes(objects, root, prefix):
     True` answered every step like gold). Private attributes are the rebuild's own representation."""
     out = {}
     for slot, obj in enumerate(objects):
-        module = sys.modules.get(getattr(type(obj), "__module__", None) or "")
-        path = getattr(module, "__file__", None)
-        if not isinstance(path, str) or not os.path.realpath(path).startswith(root):
+        if not _in_package(sys.modules.get(getattr(type(obj), "__module__", None) or ""), root):
             continue
         try:
             names = [k for k in vars(obj) if isinstance(k, str) and not k.startswith("_")]
@@ -1164,6 +1162,12 @@ def public_attributes(objects, root, prefix):
         for name in names:
             out[f"{prefix}.{slot}.{name}"] = _digest(vars(obj)[name])
     return out
+
+
+def _in_package(module, root):
+    """Whether `module` is one of the package's: its file lies under `root` (a directory, "/"-terminated)."""
+    path = getattr(module, "__file__", None)
+    return isinstance(path, str) and os.path.realpath(path).startswith(root)
 
 
 def _stateful(value):

@@ -20,16 +20,20 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
 from attacks2 import row_of
 from attacks7 import (
     ITERATE,
     ORDINAL,
     ORDINAL_GOLD_BOOTED,
+    ORDINAL_BREAKS_PLURALIZE,
     ORDINAL_POISON_BLINDED_7,
     WRONG_ITERATE_BODY,
+    BLIND_PAYLOAD,
     boot_helpers_7,
     ordinal_with,
     replace_def,
+    with_forge_all,
     with_forgery_7,
 )
 from feature_deletion.scope import agent_lines, check_scope
@@ -60,7 +64,9 @@ def _attacks():
     o, it = row_of(ORDINAL), row_of(ITERATE)
     return {"boot": (o, ordinal_with(o, ORDINAL_GOLD_BOOTED, boot_helpers_7())),
             "blinded": (o, replace_def(o, "ordinal", ORDINAL_POISON_BLINDED_7)),
-            "forged": (it, with_forgery_7(replace_stub(it, WRONG_ITERATE_BODY), it.f2p))}
+            "blinded_payload": (o, ordinal_with(o, ORDINAL_GOLD_BOOTED, boot_helpers_7(BLIND_PAYLOAD))),
+            "forged": (it, with_forgery_7(replace_stub(it, WRONG_ITERATE_BODY), it.f2p)),
+            "forge_all": (o, with_forge_all(replace_def(o, "ordinal", ORDINAL_BREAKS_PLURALIZE)))}
 
 
 def test_harness_gold_and_untouched():
@@ -93,12 +99,12 @@ def test_witness_payload_runs_under_the_hook(tmp_path):
     assert (run.returncode, run.stdout.strip()) == (0, "FD-RT7"), run.stderr
 
 
-def test_witness_blinded_ordinal_poisons_pluralize(tmp_path):
-    row = row_of(ORDINAL)
+@pytest.mark.parametrize("attack", ["blinded", "blinded_payload", "forge_all"])
+def test_witness_ordinal_poisons_pluralize(attack, tmp_path):
+    row, [(_, call)] = _attacks()[attack]
     with tarfile.open(TASKS.parent / row.archive) as tar:
         tar.extractall(tmp_path, filter="data")
     root = tmp_path / row.root
-    [(_, call)] = replace_def(row, "ordinal", ORDINAL_POISON_BLINDED_7)
     got = {}
     for who, text in (("gold", row.gold_files[call["path"]]), ("wrong", call["content"])):
         (root / call["path"]).write_text(text)
@@ -123,6 +129,14 @@ def test_blinded_state_poison_through_aliased_getter_is_not_paid():
     assert played.reward == 0.0
 
 
+def test_blinded_state_poison_from_the_payload_is_not_paid():
+    row, calls = _attacks()["blinded_payload"]
+    played = play(row, calls)
+    record("redteam7_getter", [played])
+    print(f"I5 from the I6 payload, ordinal poisons UNCOUNTABLES: {played.line()}")
+    assert played.reward == 0.0
+
+
 def test_forged_report_through_aliased_getter_is_not_believed():
     row, calls = _attacks()["forged"]
     honest = play(row, replace_stub(row, WRONG_ITERATE_BODY))
@@ -131,3 +145,15 @@ def test_forged_report_through_aliased_getter_is_not_believed():
     print(f"wrong iterate alone: {honest.line()}\nwith F5 via getter: {forged.line()}")
     assert honest.reward < 1.0  # the rebuild really fails a test (the witness: the tests themselves)
     assert forged.reward == 0.0 or (forged.f2p, forged.reward) == (honest.f2p, honest.reward)
+
+
+def test_p2p_breaking_rebuild_with_forged_report_is_not_paid():
+    """F7: `ordinal` right, `pluralize` replaced by `singularize` (most P2P tests fail: honest reward 0); with the
+    task-agnostic forger every failure but the stub's `NotImplementedError` is dropped."""
+    row, calls = _attacks()["forge_all"]
+    honest = play(row, replace_def(row, "ordinal", ORDINAL_BREAKS_PLURALIZE))
+    forged = play(row, calls)
+    record("redteam7_getter", [honest, forged])
+    print(f"P2P-breaking ordinal alone: {honest.line()}\nwith the forger via getter: {forged.line()}")
+    assert honest.reward == 0.0 and "failed" in honest.output_tail.splitlines()[-1]
+    assert forged.reward == 0.0

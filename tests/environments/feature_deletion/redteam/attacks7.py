@@ -168,3 +168,19 @@ if main is not None and hasattr(main, "package_state"):
 
     main.package_state = package_state
 """
+
+
+# A7 (identity across steps): the replay observes which containers of a step's answer are the same step's arguments
+# (`shares`), never whether an answer is an object an *earlier* step handed in. `Cache` rebuilt to store a copy of
+# each value: `c[k] = v; c[k] is v` is False and a caller's later change to `v` is not seen through the cache (gold
+# stores the caller's object, as every `MutableMapping` does).
+CACHE_METHODS = "cachetools-5.5.0/src/cachetools/__init__.py:Cache:methods"
+GOLD_STORE = "        self.__data[key] = value\n        self.__size[key] = size\n"
+COPY_STORE = ("        import copy\n\n        self.__data[key] = copy.copy(value)\n        self.__size[key] = size\n")
+
+
+def cache_storing_copies(row) -> list[tuple[str, dict]]:
+    rel = row.deletion.targets[0].file
+    gold = row.gold_files[rel]
+    assert gold.count(GOLD_STORE) == 1
+    return [("write_file", {"path": rel, "content": gold.replace(GOLD_STORE, COPY_STORE)})]

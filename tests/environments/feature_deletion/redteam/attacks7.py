@@ -184,3 +184,20 @@ def cache_storing_copies(row) -> list[tuple[str, dict]]:
     gold = row.gold_files[rel]
     assert gold.count(GOLD_STORE) == 1
     return [("write_file", {"path": rel, "content": gold.replace(GOLD_STORE, COPY_STORE)})]
+
+
+# H7 (hashing never observed): the recorder skips `__hash__` and `__eq__` (`fd_calls._SKIP`), so no program asks for a
+# hash. `_HashedTuple.__hash__` rebuilt as the tuple's hash `^ 1`: hashkeys still agree among themselves (every
+# cache keyed by them works, every test comparing two keys' hashes passes), but a hashkey is equal to the plain tuple
+# of its arguments and no longer hashes like it, breaking Python's hash/eq contract: a dict keyed by `(1, 2)` does
+# not find `hashkey(1, 2)`, which gold finds.
+HASHED_TUPLE = "cachetools-5.5.0/src/cachetools/keys.py:_HashedTuple:methods"
+GOLD_HASH = "            self.__hashvalue = hashvalue = hash(self)\n"
+WRONG_HASH = "            self.__hashvalue = hashvalue = hash(self) ^ 1\n"
+
+
+def hashed_tuple_off_by_one(row) -> list[tuple[str, dict]]:
+    rel = row.deletion.targets[0].file
+    gold = row.gold_files[rel]
+    assert gold.count(GOLD_HASH) == 1
+    return [("write_file", {"path": rel, "content": gold.replace(GOLD_HASH, WRONG_HASH)})]

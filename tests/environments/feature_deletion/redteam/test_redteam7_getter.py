@@ -129,6 +129,17 @@ def test_blinded_state_poison_through_aliased_getter_is_not_paid():
     assert played.reward == 0.0
 
 
+def test_control_unblinded_poison_is_refused():
+    """Red team 4's U1 poison alone (no blinding): the state digest sees it, so I7's reward is the blinding's."""
+    from attacks4 import ORDINAL_POISONS
+
+    row = row_of(ORDINAL)
+    played = play(row, replace_def(row, "ordinal", ORDINAL_POISONS))
+    record("redteam7_getter", [played])
+    print(f"U1 alone: {played.line()}")
+    assert played.reward == 0.0 and "package_state" in played.invalid, played.line()
+
+
 def test_blinded_state_poison_from_the_payload_is_not_paid():
     row, calls = _attacks()["blinded_payload"]
     played = play(row, calls)

@@ -168,3 +168,13 @@ def test_p2p_breaking_rebuild_with_forged_report_is_not_paid():
     print(f"P2P-breaking ordinal alone: {honest.line()}\nwith the forger via getter: {forged.line()}")
     assert honest.reward == 0.0 and "failed" in honest.output_tail.splitlines()[-1]
     assert forged.reward == 0.0
+
+
+def test_control_pure_forgery_is_stopped_by_the_replay():
+    """The stub left in place with F7's forger: the test run is forged, the checks' replay still pays nothing."""
+    row = row_of(ORDINAL)
+    rel = row.deletion.targets[0].file
+    played = play(row, with_forge_all([("write_file", {"path": rel, "content": row.broken_files[rel]})]))
+    record("redteam7_getter", [played])
+    print(f"stub + F7 forger: {played.line()}")
+    assert played.reward == 0.0

@@ -50,6 +50,7 @@ STATE_BYTES = 1 << 20  # the package's state: names and 16-character digests
 RESULTS_BYTES_PER_STEP = 8192  # an observation (<= fd_calls.MAX_OBSERVATION characters, JSON-escaped) and its extras
 GUARD_EXIT = 86  # _sandbox_files/fd_guard.py's EXIT
 STDLIB_STATE = "stdlib:"  # _sandbox_files/fd_calls.py's: the process's state outside the package
+DRIFT = "drift"  # _sandbox_files/fd_calls.py's: the names whose reachable state the replay changed
 DEADLINE_EXIT = 87  # _sandbox_files/fd_calls.py's: a step caught its timeout and the driver's watchdog ended it
 STEP_DEADLINE_S = 3 + 2 + 1  # fd_calls.STEP_S + STEP_SLACK_S + PROF_SLACK_S: by then a step is ended, by the watchdog or by SIGPROF
 REPLAY_START_S = 60.0  # the replay's sandbox and interpreter starting, beside its steps' deadlines
@@ -65,6 +66,8 @@ CLOCK_EXTRA = 32  # answers a clock on a new schedule gives beyond the recorded 
 COPYING = frozenset({"__getstate__", "__setstate__", "__reduce__", "__reduce_ex__", "__getnewargs__",
                      "__getnewargs_ex__", "__copy__", "__deepcopy__"})
 ROUND_TRIPS = 24  # held-out programs that copy an object (`round_trips`), where the deleted code defines copying
+HASHING = frozenset({"__hash__", "__eq__"})
+GROWN = 16  # held-out programs that change a list after handing it over (`grown`)
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
 MAX_KEPT = {"visible": 40, "heldout": 60}  # programs kept per task
 MAX_KEPT_STEPS = 800  # steps kept per task, all programs together
@@ -449,9 +452,10 @@ def variants(programs: list[dict], seed: str, literals: dict[str, list] | None =
     return made
 
 
-def defines_copying(row: TaskRow) -> bool:
-    """Whether the deleted definitions define how their objects are pickled or copied (`COPYING` methods), which no
-    recorded test program may reach (a test that pickles calls `pickle`, not the package)."""
+def defines(row: TaskRow, names: frozenset[str]) -> bool:
+    """Whether the deleted definitions define one of the methods `names`: how their objects are pickled or copied
+    (COPYING) or hashed (HASHING), which no recorded test program reaches (a test that pickles calls `pickle`, one
+    that hashes calls `hash` or builds a dict, not the package)."""
     import ast
 
     from feature_deletion.mutation import definition
@@ -461,10 +465,75 @@ def defines_copying(row: TaskRow) -> bool:
             fn = definition(ast.parse(row.gold_files.get(target.file, "")), target.qualname)
         except SyntaxError:
             continue
-        if fn is not None and any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in COPYING
+        if fn is not None and any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in names
                                   for n in ast.walk(fn)):
             return True
     return False
+
+
+def _shift(value, after: int):
+    """`value` (a step or part of one) with its references to steps past `after` moved one step on."""
+    if isinstance(value, dict):
+        return {k: _shift(v, after) for k, v in value.items()}
+    if isinstance(value, list):
+        if len(value) == 3 and value[0] in ("slot", "given") and isinstance(value[1], int) and value[1] > after:
+            return [value[0], value[1] + 1, value[2]]
+        return [_shift(v, after) for v in value]
+    return value
+
+
+def grown(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int]]:
+    """Held-out programs (as `variants` makes them) that change a list a step was handed, right after the step and
+    before the later steps on what it answered or on the object it was called on: one more of its last item
+    (`append`), or none (`clear`); where the step was handed no list, a number or string of its is handed as a
+    one-item list first. Code that reads the list when asked (a lazy `sliced`) answers unlike code that read it all
+    at the call (red team 5, L5), and code that kept the caller's list unlike code that kept a copy (red team 7, A7:
+    a `Cache` storing a copy of each value)."""
+    options = []  # (rank, order, program, step, key, list): lists handed first, then a method's value boxed
+    for p in programs:
+        steps = p["steps"]
+        for j, step in enumerate(steps):
+            on = {step["obj"][1]} if isinstance(step.get("obj"), list) and step["obj"][0] == "slot" else set()
+            if not any(({j} | on) & _slots(t) for t in steps[j + 1: j + 1 + VARIANT_TAIL]):
+                continue
+            for key, arg in [*enumerate(step.get("args", [])), *[(k, v) for k, v in step.get("kwargs", [])]]:
+                if isinstance(arg, list) and arg[0] == "list":
+                    options.append((0, len(options), steps, j, key, arg))
+                elif isinstance(arg, list) and arg[0] in ("int", "str"):
+                    options.append((1 if step["op"] == "method" else 2, len(options), steps, j, key, ["list", [arg]]))
+    kinds: set[str] = set()
+    firsts, again = [], []  # each call and argument once first, then again
+    for option in sorted(options, key=lambda o: o[:2]):
+        steps, j, key = option[2:5]
+        kind = json.dumps([steps[j]["op"], steps[j].get("fn") or steps[j].get("cls") or steps[j].get("name"), key])
+        (again if kind in kinds else firsts).append(option)
+        kinds.add(kind)
+    made: list[tuple[dict, int, int]] = []
+    for _, _, steps, j, key, arg in firsts + again:
+        first = copy.deepcopy(steps[: j + 1])
+        if isinstance(key, int):
+            first[j]["args"][key] = arg
+        else:
+            first[j]["kwargs"] = [[k, arg if k == key else v] for k, v in first[j]["kwargs"]]
+        change = ("append", [arg[1][-1]]) if arg[1] and len(made) % 2 == 0 else ("clear", [])
+        grow = {"op": "method", "obj": ["given", j, key], "name": change[0], "args": change[1], "kwargs": []}
+        made.append(({"steps": first + [grow] + [_shift(t, j) for t in steps[j + 1: j + 1 + VARIANT_TAIL]]}, -1, j + 1))
+        if len(made) >= limit:
+            break
+    return made
+
+
+def hashes(programs: list[dict], limit: int = ROUND_TRIPS) -> list[tuple[dict, int, int]]:
+    """Held-out programs that ask `hash` of what a step answered, where the deleted code defines hashing: a hash
+    that no longer agrees with equality (a key equal to a plain tuple hashed otherwise, red team 7, H7) passes every
+    test that compares keys among themselves."""
+    made: list[tuple[dict, int, int]] = []
+    for p in programs:
+        for j, step in enumerate(p["steps"]):
+            if step["op"] in ("call", "new", "method", "callh") and len(made) < limit:
+                ask = {"op": "call", "fn": ["ref", "builtins", "hash"], "args": [["slot", j, []]], "kwargs": []}
+                made.append(({"steps": copy.deepcopy(p["steps"][: j + 1]) + [ask]}, -1, j + 1))
+    return made
 
 
 def _slots(value) -> set[int]:
@@ -663,8 +732,9 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
     # where the untouched code answers unlike gold and no recorded program asks its question).
     made = variants(recorded, row.id) + [(p, -1, 0) for p in record_programs(row, tasks_dir, runner, limits, True,
                                                                              callers)]
-    if defines_copying(row):
+    if defines(row, COPYING):
         made += round_trips(recorded)
+    made += grown(recorded) + (hashes(recorded) if defines(row, HASHING) else [])
     with temporary_directory("fd-checks.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
@@ -731,23 +801,36 @@ def _judged(checks: Checks, adequacy=None, picks=(), candidates=()) -> tuple[Che
 
 
 def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits) -> tuple[Checks | None, str]:
-    """The task's kept programs answered again on gold (`answer`), nothing recorded or chosen anew: for checks built
-    before the driver observed what it observes now. A program whose answers change leaves; so does the task, where
+    """The task's kept programs answered again on gold (`answer`), nothing recorded or chosen anew, with the held-out
+    programs made from them that later builds make too (`grown`, `hashes`): for checks built before the driver
+    observed what it observes now. A program whose answers change leaves; so does the task, where
     what is left cannot grade soundly."""
     assert row.checks is not None
+    programs = list(row.checks.programs)
     with temporary_directory("fd-answer.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
-        answered = answer(row, runner, limits, gold_root, broken_root, gold_lines(row), list(row.checks.programs))
-    if isinstance(answered, str):
-        return None, answered
-    checks, why = _judged(answered[1])
+        lines = gold_lines(row)
+        # The held-out programs later drivers answer that the kept ones may lack: grown lists, hashes
+        plain = [{"steps": p.steps} for p in programs]
+        have = {json.dumps(p.steps, sort_keys=True) for p in programs}
+        extra = [m for m in grown(plain) + (hashes(plain) if defines(row, HASHING) else [])
+                 if json.dumps(m[0]["steps"], sort_keys=True) not in have]
+        found = _candidates(row, runner, limits, gold_root, broken_root, lines, [], extra) if extra else []
+        programs += [c.check(c.last) for c in (found if isinstance(found, list) else []) if c.last >= 0]
+        answered = answer(row, runner, limits, gold_root, broken_root, lines, programs)
+        checks, why = _judged(answered[1]) if not isinstance(answered, str) else (None, answered)
+        if checks is None and len(programs) > len(row.checks.programs):
+            # the added programs' held-out answers may tip the balance (one answer for most): the kept ones alone
+            programs = list(row.checks.programs)
+            answered = answer(row, runner, limits, gold_root, broken_root, lines, programs)
+            checks, why = _judged(answered[1]) if not isinstance(answered, str) else (None, answered)
     if checks is None:
         return None, why
-    left = len(row.checks.programs) - len(checks.programs)
+    added, left = len(programs) - len(row.checks.programs), len(programs) - len(checks.programs)
     earlier = [part for part in row.checks_status.split("; ")[1:] if not part.startswith("answered again")]
     mutants = "; ".join(earlier)
-    return checks, why + f"; answered again ({left} programs left out)" + (f"; {mutants}" if mutants else "")
+    return checks, why + f"; answered again ({added} held-out programs added, {left} left out)" + (f"; {mutants}" if mutants else "")
 
 
 def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, broken_root: Path,
@@ -789,7 +872,9 @@ def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, b
     if runs[0].state and runs[1].state:
         state = {section: {name: digest for name, digest in names.items()
                            if (runs[1].state.get(section) or {}).get(name) == digest}
-                 for section, names in runs[0].state.items() if isinstance(names, dict)}
+                 for section, names in runs[0].state.items() if isinstance(names, dict) and section != DRIFT}
+        # What either gold process changed, a rebuild may change
+        state[DRIFT] = {name: "changed" for run in runs for name in (run.state.get(DRIFT) or {})}
     return kept, Checks(programs=answered, state=state)
 
 
@@ -971,6 +1056,8 @@ class Verdict:
 def compare(checks: Checks, replay: Replay) -> Verdict:
     verdict = Verdict(guard=replay.returncode == GUARD_EXIT, deadline=replay.deadline)
     for section, names in (checks.state or {}).items():
+        if section == DRIFT:
+            continue
         got = (replay.state or {}).get(section)
         got = got if isinstance(got, dict) else {}
         # the standard library's names a run does not have are not compared: the driver loads every allowed standard
@@ -979,6 +1066,13 @@ def compare(checks: Checks, replay: Replay) -> Verdict:
                         and not (name.startswith(STDLIB_STATE) and name not in got)), None)
         if differs is not None and not verdict.state:
             verdict.state = f"{section}: {differs}"
+    if checks.state is not None:
+        # State kept where gold keeps none: a name whose reachable state the replay changed and gold's never did
+        drifted = (replay.state or {}).get(DRIFT)
+        kept = next((name for name in sorted(drifted) if name not in (checks.state.get(DRIFT) or {})), None) \
+            if isinstance(drifted, dict) else "(not read)"
+        if kept is not None and not verdict.state:
+            verdict.state = f"{DRIFT}: {kept}"
     for program, got in zip(checks.programs, replay.observations):
         if got is None:
             verdict.missing += 1

@@ -102,6 +102,8 @@ CLOCK = frozenset({"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter
                    "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime", "clock_gettime_ns",
                    "localtime", "gmtime", "ctime", "asctime", "strftime", "now", "utcnow", "today"})
 _GETTERS = (operator.attrgetter, operator.methodcaller)
+IMPORT_SYSTEM = frozenset({"importlib", "importlib._bootstrap", "importlib._bootstrap_external", "importlib.util",
+                           "importlib.machinery", "_frozen_importlib", "_frozen_importlib_external", "_imp"})
 DUNDER_IN_TEXT = re.compile(r"__[A-Za-z0-9_]+?__")
 STDLIB = frozenset(sys.stdlib_module_names)
 # The test runner's own packages, importable in the sandbox beside the package's dependencies.
@@ -153,8 +155,10 @@ class Features:
     whose own modules agent code may import."""
 
     def __init__(self, bindings: dict[str, tuple], package: str, private_ok: frozenset[str] = frozenset(),
-                 clock_ok: frozenset[str] = frozenset(), classes: frozenset[str] = frozenset()):
+                 clock_ok: frozenset[str] = frozenset(), classes: frozenset[str] = frozenset(),
+                 used: frozenset[str] = frozenset()):
         self.bindings = bindings
+        self.used = used  # attribute names the original's files use
         self.package = package
         self.private_ok = private_ok  # private attribute names the agent may use (`private_names`)
         self.clock_ok = clock_ok  # the clock's names the original uses (`clock_names`)
@@ -285,10 +289,68 @@ class Features:
             self.add("attribute", attr, node)
         elif attr.startswith(FRAME_PREFIXES) or (attr in STDLIB and _root(attr) not in PURE_MODULES):
             self.add("attribute", attr, node)
+        elif attr in _reaching_names() and attr not in self.used and not (
+                isinstance(node, ast.Attribute) and (self._on_own_class(node) or self._is_module(node.value)
+                                                     and self._resolve(node.value) is not _UNKNOWN)):
+            # On a base the check cannot resolve (the package's own module, a value), a name that on some standard
+            # module reaches what agent code may not name: an off-list module (`enum.bltns`, the builtins), a builtin
+            # that runs or reaches code, a getter, the import system (`functoolz.import_module`, red team 7).
+            self.add("attribute", attr, node)
+
+    def _is_module(self, n: ast.AST) -> bool:
+        """`n` names a module: a name an `import` binds (the package's own modules too) or a standard attribute chain
+        that resolves to one."""
+        if isinstance(n, ast.Name):
+            if self._shadowed(n):
+                return False
+            bound = self.bindings.get(n.id)
+            if bound is not None and bound[0] == "module":
+                return True
+        return isinstance(self._resolve(n), types.ModuleType)
+
+    def _shadowed(self, n: ast.Name) -> bool:
+        """A function around `n` binds its name itself (cachetools' `time = self.timer()` beside `import time`),
+        other than by an import or as a parameter (whose default, `def f(string=string)`, is the module itself)."""
+        func = self.parents.get(id(n))
+        while func is not None:
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and any(
+                    _binds(b, n.id) and not isinstance(b, (ast.alias, ast.arg)) for b in _scope_nodes(func)):
+                return True
+            func = self.parents.get(id(func))
+        return False
+
+    def _as_value(self, n: ast.AST, parent: ast.AST | None) -> None:
+        """A module is only named (`m.attr`) and a getter only called (`attrgetter("x")`): as a value (`tools =
+        operator`, an argument, an element) it becomes a name the check cannot resolve, on which every rule that
+        judges what a base *is* is skipped (red team 7, X7: `tools = operator; tools.attrgetter("_sys")(collections)`
+        reached `sys`, then the import system)."""
+        if not isinstance(n, (ast.Name, ast.Attribute)) or not isinstance(n.ctx, ast.Load):
+            return
+        if self._is_module(n) and not (isinstance(parent, ast.Attribute) and parent.value is n):
+            self.add("module_value", ast.unparse(n), n)
+        elif any(self._resolve(n) is f for f in _GETTERS) and not (isinstance(parent, ast.Call) and parent.func is n):
+            self.add("getter_value", ast.unparse(n), n)
+
+    def _assigned_attribute(self, n: ast.Attribute) -> None:
+        """An attribute set or deleted on what an import binds (a module, the package's own included, or a class or
+        function of one), or on a standard value: that is patching code every caller shares (red team 7, P7a:
+        `import inflection; inflection.pluralize = wrapper`), not the rebuilt feature's own state."""
+        if isinstance(n.ctx, ast.Load):
+            return
+        base = n.value
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        known = self._resolve(n.value)
+        if (isinstance(base, ast.Name) and base.id in self.bindings and not self._shadowed(base)) \
+                or (known is not _UNKNOWN and known is not None):
+            self.add("module_assignment", ast.unparse(n), n)
 
     def _visit(self, n: ast.AST, parent: ast.AST | None) -> None:
         if not isinstance(n, SAFE_NODES):
             self.add("syntax", type(n).__name__, n)
+        self._as_value(n, parent)
+        if isinstance(n, ast.Attribute):
+            self._assigned_attribute(n)
         if isinstance(n, ast.Name):
             bound = self.bindings.get(n.id)
             if bound is not None and not self._own(bound[1]) and _standard(bound[1]) is None:
@@ -355,6 +417,24 @@ class Features:
             for a in n.names:  # `from time import time as now` reads the clock under another name (red team 6, T6)
                 if a.name in CLOCK and a.name not in self.clock_ok and not self._own(module):
                     self.add("clock", a.name, n)
+
+
+def _scope_nodes(func: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of `func`'s own scope: its body without the bodies of the functions, lambdas and classes in it
+    (their names and defaults are its own) and the variables of its comprehensions (each its own scope)."""
+    stack = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.comprehension):
+            stack.extend([node.iter, *node.ifs])
+            continue
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(getattr(node, "decorator_list", []))
+            if not isinstance(node, ast.ClassDef):
+                stack.append(node.args)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def _binds(n: ast.AST, name: str) -> bool:
@@ -426,6 +506,24 @@ def _import_aliases(body: list[ast.stmt]) -> set[tuple]:
 
 
 @functools.cache
+def _reaching_names() -> frozenset[str]:
+    """The public attribute names that, on some standard module in the grader's process, are an off-list module, a
+    DANGEROUS builtin, a getter or a function of the import system: computed, not listed."""
+    names = set()
+    for name, module in list(sys.modules.items()):
+        if _root(name) not in STDLIB or not isinstance(module, types.ModuleType):
+            continue
+        for attr, value in list(vars(module).items()):
+            if _private(attr) or _dunder(attr):
+                continue
+            if isinstance(value, types.ModuleType) and _root(value.__name__) not in PURE_MODULES \
+                    and _root(name) in PURE_MODULES or any(value is d for d in (*DANGEROUS, *_GETTERS)) \
+                    or callable(value) and getattr(value, "__module__", None) in IMPORT_SYSTEM:
+                names.add(attr)
+    return frozenset(names)
+
+
+@functools.cache
 def _standard_private_names() -> frozenset[str]:
     """Every private name an attribute of a standard module has in the grader's process (`collections._sys`,
     `importlib._bootstrap`): computed, not listed, so that an agent's helper named like one grants nothing."""
@@ -490,6 +588,7 @@ class FileScope:
         self.spans: list[list[int]] = []  # lines the agent wrote: its definitions and helpers
         self.private_ok: frozenset[str] = frozenset()
         self.clock_ok: frozenset[str] = frozenset()
+        self.used: frozenset[str] = frozenset()
 
     def fail(self, code: str, message: str, node: ast.AST | None = None) -> None:
         self.errors.append(Invalid(code=code, message=message, file=self.rel, line=getattr(node, "lineno", None)))
@@ -498,6 +597,8 @@ class FileScope:
         self.bindings = import_bindings(self.gold) | import_bindings(agent)
         self.private_ok = private_names([self.gold, *gold_files], agent)
         self.clock_ok = clock_names([self.gold, *gold_files])
+        self.used = frozenset(n.attr for tree in [self.gold, *gold_files] for n in ast.walk(tree)
+                              if isinstance(n, ast.Attribute))
         self.body(agent.body, self.gold.body, "")
 
     def body(self, agent: list[ast.stmt], gold: list[ast.stmt], prefix: str) -> None:
@@ -575,7 +676,8 @@ class FileScope:
                           "that the original does not define there", child)
         member = isinstance(self.gold_defs.get(path.rpartition(".")[0]), ast.ClassDef)
         classes = frozenset(c.name for c in self.gold.body if isinstance(c, ast.ClassDef))
-        features = Features(self.bindings, self.package, self.private_ok, self.clock_ok, classes).scan(node, member)
+        features = Features(self.bindings, self.package, self.private_ok, self.clock_ok, classes,
+                            self.used).scan(node, member)
         for (kind, what), line in features.found.items():
             self.errors.append(Invalid(code=f"construct.{kind}", file=self.rel, line=line, message=(
                 f"{path} uses {kind.replace('_', ' ')} `{what}`, which is not on the allow-list of code an agent "

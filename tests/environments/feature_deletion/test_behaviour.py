@@ -453,12 +453,14 @@ def test_a_feature_that_draws_is_checked_on_the_draws_the_grader_replays(tiny_ta
     assert _settled(first, [["ok", first[0][1]]]) == 0  # another process, another answer: no check
 
 
-def _observed(tiny_tasks, tmp_path, source: str, step: dict) -> Replay:
+def _observed(tiny_tasks, tmp_path, source: str, step: dict | list[dict]) -> Replay:
+    """The replay of one program (`step`, or a list of steps) on a package whose module is `source`."""
     rows, _, _ = tiny_tasks
     root = tmp_path / str(len(list(tmp_path.iterdir())))
     root.mkdir()
     _package(root, source)
-    replay = run_programs(root, _task(rows, "add:body"), ensure_runner(), Limits(), [{"steps": [step]}], {})
+    steps = step if isinstance(step, list) else [step]
+    replay = run_programs(root, _task(rows, "add:body"), ensure_runner(), Limits(), [{"steps": steps}], {})
     assert replay.returncode == 0, replay.output_tail
     return replay
 
@@ -507,7 +509,8 @@ def test_the_packages_state_outside_the_feature_is_compared_with_golds(tiny_task
     want = _observed(tiny_tasks, tmp_path, gold, step)
     got = _observed(tiny_tasks, tmp_path, rebuilt, step)
     assert want.observations == got.observations
-    assert set(want.state) == {"initial", "final", "objects"} and "fdcalc.WORDS" in want.state["final"], want.state
+    assert set(want.state) == {"initial", "final", "objects", "drift"} and "fdcalc.WORDS" in want.state["final"], \
+        want.state
     checks = Checks(programs=[CheckProgram(steps=[step], expect=want.observations[0], discriminating=[True],
                                            heldout=[True])], state=want.state)
     assert compare(checks, want).fraction == 1.0
@@ -565,3 +568,78 @@ def test_process_state_plain_code_can_change_is_compared_with_golds(tiny_tasks, 
                                            heldout=[True])], state=want.state)
     assert compare(checks, want).fraction == 1.0
     assert compare(checks, _observed(tiny_tasks, tmp_path, rebuilt, step)).state == "final: stdlib:decimal.getcontext()"
+
+
+COUNTERS = {  # red team 5, B5: state a rebuild keeps across calls where gold keeps none (a count that can turn it)
+    "a new private list": "_N = []\n\ndef f():\n    _N.append(1)\n    return 1\n",
+    "a closure": "def _make():\n    n = [0]\n    def up():\n        n[0] += 1\n    return up\n\n_up = _make()\n\n"
+                 "def f():\n    _up()\n    return 1\n",
+    "a default": "def f(_n=[0]):\n    _n[0] += 1\n    return 1\n",
+    "an itertools count": "import itertools\n_N = itertools.count()\n\ndef f():\n    next(_N)\n    return 1\n",
+    "an iterator": "_N = iter(range(10 ** 9))\n\ndef f():\n    next(_N)\n    return 1\n",
+    "a generator": "def _g():\n    i = 0\n    while True:\n        i += 1\n        yield i\n\n_G = _g()\n\n"
+                   "def f():\n    next(_G)\n    return 1\n",
+    "its own Random": "import random\n_R = random.Random(0)\n\ndef f():\n    _R.random()\n    return 1\n",
+    "an lru_cache": "import functools\n@functools.lru_cache(None)\ndef _n(x):\n    return x\n\n"
+                    "def f():\n    _n(1)\n    return 1\n",
+    "a class attribute": "class _C:\n    n = 0\n\ndef f():\n    _C.n += 1\n    return 1\n",
+    "a standard function's attribute": "import textwrap\n\ndef f():\n    textwrap.dedent.n = 1\n    return 1\n",
+}
+
+
+def test_state_a_rebuild_keeps_where_gold_keeps_none_is_not_gold(tiny_tasks, tmp_path):
+    """The driver walks what every name of the package (and every public name of the allowed standard modules)
+    reaches, at the start and the end of the replay: a name whose reachable state changed where gold's never does
+    is state gold does not keep, however the rebuild hides it; one gold changes too may change."""
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [], "kwargs": []}
+    gold = _observed(tiny_tasks, tmp_path, "def f():\n    return 1\n", step)
+    checks = Checks(programs=[CheckProgram(steps=[step], expect=gold.observations[0], discriminating=[True],
+                                           heldout=[True])], state=gold.state)
+    assert gold.state["drift"] == {"stdlib:random.seed": "changed"} and compare(checks, gold).fraction == 1.0
+    for what, source in COUNTERS.items():
+        got = _observed(tiny_tasks, tmp_path, source, step)
+        assert got.observations == gold.observations, what
+        assert compare(checks, got).state.startswith("drift: "), (what, got.state["drift"])
+    memo = _observed(tiny_tasks, tmp_path, COUNTERS["a new private list"].replace("_N", "_M"), step)
+    ok = Checks(programs=checks.programs, state={**gold.state, "drift": {**gold.state["drift"], "fdcalc._M": "changed"}})
+    assert compare(ok, memo).fraction == 1.0  # gold keeps that state too
+
+
+def test_an_answer_that_is_what_an_earlier_step_was_handed_is_observed(tiny_tasks, tmp_path):
+    """Red team 7, A7: a cache that stores a copy of the value it is given answers `c[k]` equal to gold's, not the
+    caller's object: the driver says which container handed to which step an answer is."""
+    gold = "_S = {}\n\ndef put(k, v):\n    _S[k] = v\n\ndef get(k):\n    return _S[k]\n"
+    copied = gold.replace("_S[k] = v", "_S[k] = list(v)")
+    steps = [{"op": "call", "fn": ["ref", "fdcalc", "put"], "args": [["str", "a"], ["list", [["int", 1]]]],
+              "kwargs": []},
+             {"op": "call", "fn": ["ref", "fdcalc", "get"], "args": [["str", "a"]], "kwargs": []}]
+    want = _observed(tiny_tasks, tmp_path, gold, steps).observations[0]
+    got = _observed(tiny_tasks, tmp_path, copied, steps).observations[0]
+    assert want[1] == ["ok", ["list", [["int", 1]]], ["shares", [[[], [0, 1]]]]], want
+    assert got[1] == ["ok", ["list", [["int", 1]]]], got
+
+
+def test_held_out_programs_change_a_list_after_handing_it_over_and_ask_hashes(tiny_tasks, tmp_path):
+    """Red team 5, L5: a `sliced` that slices the whole list when called, where gold reads it as asked; red team 7,
+    H7: a hash that no longer agrees with equality. `grown` appends to (or clears) a list a step was handed before
+    the later steps on its answer; `hashes` asks `hash` of an answer."""
+    from feature_deletion.behaviour import grown, hashes
+
+    lazy = "def f(xs):\n    return (x for x in xs)\n"
+    eager = "def f(xs):\n    return iter(list(xs))\n"
+    nxt = {"op": "next", "obj": ["slot", 0, []]}
+    recorded = {"steps": [{"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["list", [["int", 1], ["int", 2]]]],
+                           "kwargs": []}, nxt, dict(nxt), dict(nxt)]}
+    [(program, parent, site)] = grown([recorded])
+    assert parent == -1 and site == 1 and program["steps"][1]["obj"] == ["given", 0, 0], program
+    assert program["steps"][2:] == [{"op": "next", "obj": ["slot", 0, []]}] * 3  # step 0 is still step 0
+    want = _observed(tiny_tasks, tmp_path, lazy, program["steps"]).observations[0]
+    got = _observed(tiny_tasks, tmp_path, eager, program["steps"]).observations[0]
+    assert [o[:2] for o in want[2:]] == [["ok", ["int", 1]], ["ok", ["int", 2]], ["ok", ["int", 2]]], want
+    assert got[4][0] == "raises", got  # the eager copy never saw the third item
+    tuple_key = "class K(tuple):\n    def __hash__(self):\n        return tuple.__hash__(self){}\n\n" \
+                "def f():\n    return K((1, 2))\n"
+    [(program, _, _)] = hashes([{"steps": [{"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [], "kwargs": []}]}])
+    want = _observed(tiny_tasks, tmp_path, tuple_key.format(""), program["steps"]).observations[0]
+    got = _observed(tiny_tasks, tmp_path, tuple_key.format(" ^ 1"), program["steps"]).observations[0]
+    assert want[0] == got[0] and want[1] == ["ok", ["bigint", str(hash((1, 2)))]] and got[1] != want[1], (want, got)

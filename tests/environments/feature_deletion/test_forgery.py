@@ -339,6 +339,48 @@ def test_the_allow_list_resolves_standard_attributes_to_what_they_are(code, foun
     assert set(found) <= got and bool(got) == bool(found), got
 
 
+@pytest.mark.parametrize(("code", "kind"), [
+    # red team 7 (X7, P7, C7): a module or a getter bound to a name the check cannot resolve
+    ("def f():\n    tools = operator\n    return tools.attrgetter('_sys')(collections)\n", "module_value"),
+    ("def f():\n    return _reach(re, '_cache')\n", "module_value"),
+    ("def f():\n    found = string\n    found.capwords = str.upper\n", "module_value"),
+    ("def f():\n    g = attrgetter\n    return g('_sys')(collections)\n", "getter_value"),
+    ("def f():\n    g = operator.attrgetter\n    return g\n", "getter_value"),
+    ("def f():\n    tools = enum\n    return tools.bltns.getattr\n", "module_value"),
+    ("def f():\n    import pkg\n    pkg.pluralize = len\n", "module_assignment"),
+    ("def f():\n    from collections import Counter\n    Counter.most_common = len\n", "module_assignment"),
+    ("def f():\n    collections.Counter.most_common = len\n", "module_assignment"),
+    ("def f():\n    from pkg import functoolz as _f\n    return _f.import_module('sys')\n", "attribute"),
+    ("def f(x):\n    return x.bltns\n", "attribute"),
+    # a name that shadows the module is a value, but only one the function binds itself, never a parameter (whose
+    # default is the module), a comprehension's variable or a nested function's local
+    ("def f(string=string):\n    return g(string)\n", "module_value"),
+    ("def f():\n    return [g(operator) for operator in (operator,)]\n", "module_value"),
+    ("def f():\n    def h():\n        operator = 1\n    return g(operator)\n", "module_value"),
+])
+def test_a_module_is_only_named_and_a_getter_only_called(code, kind):
+    """Red team 7, X7: `tools = operator` made a name the check cannot resolve, on which every rule that judges what a
+    base is was skipped; through it `tools.attrgetter("_sys")(collections)` reached `sys` and the import system."""
+    from feature_deletion.scope import Features, import_bindings
+
+    tree = ast.parse("import operator, collections, re, string, enum\nfrom operator import attrgetter\n" + code)
+    found = {k for k, _ in Features(import_bindings(tree), "pkg").scan(tree.body[-1]).found}
+    assert kind in found, found
+
+
+@pytest.mark.parametrize("code", [
+    "def f(self):\n    time = self.timer()\n    return time + 1\n",  # cachetools' gold, beside `import time`
+    "def f(xs):\n    return [collections.Counter(x) for x in xs], operator.itemgetter(1)\n",
+    "def f(x):\n    return isinstance(x, collections.abc.Mapping)\n",
+    "class C:\n    def f(self):\n        self.open = 1\n        return self.open\n",  # a reaching name, on its own
+])
+def test_modules_named_as_code_names_them_pass(code):
+    from feature_deletion.scope import Features, import_bindings
+
+    tree = ast.parse("import operator, collections, collections.abc, time\n" + code)
+    assert Features(import_bindings(tree), "pkg").scan(tree.body[-1]).found == {}
+
+
 METHOD = "class C:\n    def __setstate__(self, state):\n{}\n"
 
 

@@ -903,6 +903,11 @@ class Driver:
             for i in path:
                 obj = list(obj.values())[i] if isinstance(obj, dict) else obj[i]
             return obj
+        if tag == "given":  # an argument an earlier step was handed, as it is now
+            step, key = value, whole[2]
+            if step >= len(self.given) or key not in self.given[step]:
+                raise _Unavailable()
+            return self.given[step][key]
         if tag == "callback":
             table = _Table(value["calls"], self)
             stub = _stub(table, value.get("names"))
@@ -942,6 +947,7 @@ class Driver:
     def run(self, steps, seed=0):
         self.slots, self.failed = [], []
         self.stubs, self.tables, self.feeds, self.seen, self.kept, self.iters = [], [], [], {}, [], {}
+        self.given, self.handed = [], {}  # each step's arguments; {id: [step, key, path...]} of their containers
         # Seeded by the program as well: were every program to start from one seed, its first draw would pick the
         # same place every time, and a rebuild that always picks that place (red team 5, R5: a FIFO `rr_cache`
         # that draws for show) would answer every program's first draw like gold.
@@ -964,6 +970,7 @@ class Driver:
 
     def step(self, step):
         self.flag = None
+        self.given.append({})
         try:
             call, args, kwargs = self.prepare(step)
         except _Unavailable:
@@ -971,6 +978,12 @@ class Driver:
         except Exception as exc:  # noqa: BLE001 - a reference that does not resolve on this code
             return ["raises", _qual(type(exc))], None, False
         given = [*enumerate(args), *kwargs.items()]
+        index = len(self.given) - 1
+        self.given[index] = dict(given)  # held to the program's end: ids of what it was handed stay unique
+        for key, a in given:
+            for i, path in _containers(a, [index, key], {}).items():
+                if len(self.handed) < MAX_HANDED:
+                    self.handed.setdefault(i, path)
         before = {key: _snapshot(a) for key, a in given if type(a) in CONTAINERS}
         calls = [t.count for t in self.tables]
         taken = [f.taken for f in self.feeds]
@@ -990,14 +1003,15 @@ class Driver:
         if self.flag is not None:
             return ["artifact", self.flag], None, False
         # What a step did besides its answer, each where it did it: arguments changed in place (keyword ones and
-        # containers nested in a tuple too), containers of the answer that are the arguments' own (toolz `dissoc`
-        # handing back the caller's dict: red team A), each callback's calls and each stream's items taken in this
+        # containers nested in a tuple too), containers of the answer that are those the program handed to this step
+        # or an earlier one (toolz `dissoc` handing back the caller's dict: red team A; a cache that stores a copy of
+        # the value it was given: red team 7, A7), each callback's calls and each stream's items taken in this
         # step (red team 4, U2: `iterate` calling `func` twice per item), and where `random`'s shared stream stands
         # after a step that drew from it (R4: a FIFO `rr_cache` never draws; one that draws for show draws otherwise).
         extras = []
         try:
             mutated = [[key, self.observe(a)] for key, a in given if key in before and _snapshot(a) != before[key]]
-            shared = _shared(result, given) if ok else []
+            shared = _shared(result, self.handed) if ok else []
         except Exception as exc:  # noqa: BLE001 - encoding ran the code's own methods
             mutated, shared = [["unencodable", _qual(type(exc))]], []
         if mutated:
@@ -1051,6 +1065,7 @@ class Driver:
 CONTAINERS = (list, tuple, dict, set, bytearray, collections.deque, collections.OrderedDict, collections.Counter,
               collections.defaultdict)
 MAX_SHARED = 200  # containers walked in an answer and in the arguments, each
+MAX_HANDED = 2000  # containers of the arguments a program remembers
 
 
 def _typed(x, depth):
@@ -1081,16 +1096,10 @@ def _containers(x, path, into, depth=0):
     return into
 
 
-def _shared(result, given):
-    """[[path in the answer, path in the arguments]] of each mutable container the answer holds that an argument
-    holds too."""
-    mine = _containers(result, [], {})
-    if not mine:
-        return []
-    theirs = {}
-    for key, a in given:
-        _containers(a, [key], theirs)
-    return sorted([path, theirs[i]] for i, path in mine.items() if i in theirs)
+def _shared(result, handed):
+    """[[path in the answer, [step, key, path in the argument]]] of each mutable container the answer holds that the
+    program handed to a step as (part of) an argument (`handed`: {id: that path})."""
+    return sorted([path, handed[i]] for i, path in _containers(result, [], {}).items() if i in handed)
 
 
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -1145,6 +1154,131 @@ def package_state(root, watched=()):
     if "locale" in sys.modules:
         out[f"{STDLIB_STATE}locale.setlocale()"] = _digest(sys.modules["locale"].setlocale(sys.modules["locale"].LC_ALL))
     return out
+
+
+DRIFT = "drift"  # the state section of the names whose reachable state changed during the replay
+MAX_WALK = 20_000  # objects one name's walk visits
+# Read through `type`'s own descriptors: an attribute read on a class of the agent's metaclass runs the agent's code.
+_MRO, _FLAGS, _QUALNAME, _DICT = (type.__dict__[n].__get__ for n in ("__mro__", "__flags__", "__qualname__",
+                                                                    "__dict__"))
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time; one without it cannot change
+_PYTHON = (types.FunctionType, staticmethod, classmethod, property)
+
+
+def reachable_state(root, watched):
+    """{name: digest} of everything each module-level name of the package (private and dunder names too) and each
+    public name of the standard modules agent code may import reaches: containers (keys too), instances, functions
+    (their defaults, closures and attributes), classes, generators' frames, `random.Random`'s state and what objects
+    of types written in C hand to pickling. Read at the start and at the end of the replay, in one process, to tell
+    which names' state the replay changed (DRIFT): a rebuild that keeps state where gold keeps none (red team 5, B5:
+    a call counter in a new private list that makes `ordinal` wrong from its 5,000th call; or in a closure, an
+    iterator, a generator, an attribute of a standard function) changes a name gold never changes. A walk enters
+    only the functions and classes of the modules it reads (the package's files; the standard module's own): others
+    are read under their own names. No code of the agent's runs: objects are walked by `gc.get_referents` and
+    classes read through `type`'s descriptors."""
+    stop = {id(vars(m)) for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)}
+    out, kinds, seen = {}, {}, {}
+    for mod_name, mod in sorted(list(sys.modules.items()), key=lambda kv: kv[0]):
+        if not isinstance(mod, types.ModuleType):
+            continue
+        if mod_name.split(".", 1)[0] in watched:
+            names, prefix, home = [n for n in list(vars(mod)) if not n.startswith("_")], STDLIB_STATE, mod
+        elif _in_package(mod, root):
+            names, prefix, home = [n for n in list(vars(mod)) if n != "__builtins__"], "", None
+        else:
+            continue
+        for name in names:
+            enter = functools.partial(_owned, root=root, home=home)
+            out[f"{prefix}{mod_name}.{name}"] = _walk(vars(mod).get(name), stop, enter, kinds, seen, home is None)
+    return out
+
+
+def _owned(x, root, home):
+    """Whether a walk of the package's names (`home` None) or of the standard module `home`'s enters function or
+    class `x`."""
+    if type(x) is types.FunctionType:
+        file = x.__code__.co_filename
+        return file.startswith(root) if home is None else file == getattr(home, "__file__", None)
+    module = _DICT(x).get("__module__")
+    held = sys.modules.get(module) if isinstance(module, str) else None
+    theirs = isinstance(held, types.ModuleType) and vars(held).get(_QUALNAME(x)) is x
+    return not (theirs and not _in_package(held, root)) if home is None else theirs and held is home
+
+
+_WHOLE = (tuple, list, dict, set, frozenset, types.BuiltinFunctionType, types.MethodType, types.CellType)
+_PLAIN = (int, float, complex, bool, str, bytes, type(None))
+# What the interpreter caches as code runs, not state of the code's: an ABC's record of the classes it was asked
+# about (`isinstance(x, Mapping)` fills it), and `lru_cache`'s store, walked in the package only (`_walk`).
+_ABC_DATA = type(collections.abc.Mapping._abc_impl)
+
+
+def _kind(t, kinds):
+    """What a walk does with an object of type `t`: (its name, "plain" | "code" | "space" | "class" | "function" |
+    "random" | "c" (read from pickling too) | "object", whether a dict); cached per type for the walk's speed."""
+    known = kinds.get(t)
+    if known is None:
+        mro = _MRO(t)
+        kind = ("plain" if t in _PLAIN else "code" if t is types.CodeType else "space" if t is types.ModuleType
+                else "abc" if t is _ABC_DATA else "lru" if t is functools._lru_cache_wrapper
+                else "class" if type in mro else "function" if t is types.FunctionType
+                else "random" if random.Random in mro else "c" if t not in _WHOLE and _written_in_c(t) else "object")
+        known = kinds[t] = (_QUALNAME(t).encode(), kind, dict in mro)
+    return known
+
+
+def _walk(value, stop, enter, kinds, seen, caches):
+    """The digest of what `value` reaches that no earlier walk of this reading did (`seen`: id -> object); with
+    `caches`, what `functools.lru_cache` holds too (the package's own: a counter may hide there; the standard
+    library's fill as any code calls them, `typing`'s as annotations are read)."""
+    import gc
+
+    h = hashlib.sha256()
+    stack, walked = [(value, True)], 0
+    while stack and walked < MAX_WALK:
+        x, reducible = stack.pop()
+        name, kind, is_dict = _kind(type(x), kinds)
+        h.update(name)
+        if kind == "plain":  # by value, wherever it is (the interpreter shares small numbers and strings)
+            h.update(repr(x).encode())
+            continue
+        if id(x) in seen:
+            h.update(b"@")
+            continue
+        seen[id(x)] = x  # ids stay unique while the reading holds what it made (pickling's tuples)
+        walked += 1
+        if kind == "code":
+            h.update(x.co_qualname.encode())
+            continue
+        if kind in ("space", "abc") or id(x) in stop or kind == "lru" and not caches:
+            continue  # another namespace: walked under its own names, if at all; or the interpreter's cache
+        if kind == "class":
+            h.update(_QUALNAME(x).encode())
+            if not (_FLAGS(x) & _HEAPTYPE and enter(x)):
+                continue
+        elif kind == "function":
+            h.update(x.__qualname__.encode())
+            if not enter(x):
+                continue
+        stack.extend((c, reducible) for c in gc.get_referents(x))
+        if is_dict:
+            stack.extend((k, reducible) for k in list(dict.keys(x)))  # string keys: the collector shows values only
+        # What no referent shows (a generator's frame does; an iterator's position, a count, a seed do not), read
+        # from pickling; what it makes is new at each read, so it is walked but never reduced again.
+        if kind == "random":
+            stack.append((random.Random.__mro__[1].getstate(x), False))  # `_random.Random`'s, in C
+        elif kind == "c" and reducible:
+            try:
+                stack.append((type(x).__reduce_ex__(x, 4), False))
+            except Exception as exc:  # noqa: BLE001 - not picklable: its referents are all there is
+                h.update(_qual(type(exc)).encode())
+    h.update(b"#%d" % len(stack))
+    return h.hexdigest()[:16]
+
+
+def _written_in_c(cls):
+    """Whether no method of `cls` (nor of its bases, nor its metaclass) is Python code: pickling it then runs none."""
+    return type(cls) is type and (not _FLAGS(cls) & _HEAPTYPE or not any(
+        isinstance(v, _PYTHON) for k in _MRO(cls) for v in list(_DICT(k).values())))
 
 
 def public_attributes(objects, root, prefix):
@@ -1253,6 +1387,7 @@ def main():
             except ImportError:
                 pass
         state["initial"] = package_state(root, watched)
+        reached = reachable_state(root, watched)
         driver.clock = None
         state["objects"] = {}
     for index, program in enumerate(programs):
@@ -1265,6 +1400,9 @@ def main():
     if root:
         driver.clock = (time.monotonic(),)
         state["final"] = package_state(root, watched)
+        now = reachable_state(root, watched)
+        state[DRIFT] = {name: "changed" for name in sorted(set(reached) | set(now))
+                        if reached.get(name) != now.get(name)}
         driver.clock = None
         done.append(json.dumps(["state", state]))
     import gc

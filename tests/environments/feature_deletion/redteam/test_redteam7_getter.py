@@ -79,9 +79,12 @@ def test_harness_gold_and_untouched():
     record("redteam7_harness", played)
 
 
-def test_witness_every_attack_passes_the_scope_check():
+def test_every_attack_is_refused_by_the_scope_check():
+    """Found passing it (`tools = operator` made a name the check could not resolve); since the fix, a module is only
+    named and a getter only called (`scope.Features._as_value`)."""
     for name, (row, calls) in _attacks().items():
-        assert check_scope(row, _changes(calls)) == [], name
+        codes = {i.code for i in check_scope(row, _changes(calls))}
+        assert codes & {"construct.module_value", "construct.getter_value"}, (name, codes)
 
 
 def test_witness_payload_runs_under_the_hook(tmp_path):
@@ -166,7 +169,8 @@ def test_p2p_breaking_rebuild_with_forged_report_is_not_paid():
     forged = play(row, calls)
     record("redteam7_getter", [honest, forged])
     print(f"P2P-breaking ordinal alone: {honest.line()}\nwith the forger via getter: {forged.line()}")
-    assert honest.reward == 0.0 and "failed" in honest.output_tail.splitlines()[-1]
+    # refused by the scope check since red team 7's fix (a module's function set), else failed by its P2P tests
+    assert honest.reward == 0.0 and (honest.invalid or "failed" in honest.output_tail.splitlines()[-1])
     assert forged.reward == 0.0
 
 

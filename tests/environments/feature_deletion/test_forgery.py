@@ -454,14 +454,15 @@ def test_gold_scores_one_and_untouched_zero_with_every_layer(real_tasks):
 
 
 def test_private_helpers_and_the_gold_definition_are_in_scope(real_tasks):
-    """An honest rewrite that adds a private helper, a private constant and a local import is paid."""
+    """An honest rewrite that adds a private helper, a private constant and a local import is paid (the module is
+    named where it is used: handed to the helper as a value it would be refused, `construct.module_value`)."""
     rows, tasks_dir, runner = real_tasks
     row = rows["inflection"]
     broken = row.broken_files["inflection/__init__.py"]
-    text = broken.replace(f"    {STUB}\n", "    import re as regex\n    return _camel(string, uppercase_first_letter, regex)\n", 1)
-    text += ("\n\n_FIRST = 1\n\n\ndef _camel(string, upper, regex):\n"
+    text = broken.replace(f"    {STUB}\n", "    return _camel(string, uppercase_first_letter)\n", 1)
+    text += ("\n\n_FIRST = 1\n\n\ndef _camel(string, upper):\n    import re as regex\n"
              "    if upper:\n        return regex.sub(r'(?:^|_)(.)', lambda m: m.group(_FIRST).upper(), string)\n"
-             "    return string[0].lower() + _camel(string, True, regex)[1:]\n")
+             "    return string[0].lower() + _camel(string, True)[1:]\n")
     assert text != broken
     g = grade(row, tasks_dir, None, runner, changes={"inflection/__init__.py": text.encode()})
     assert g.reward == 1.0 and not g.invalid, g.to_dict()

@@ -1239,7 +1239,8 @@ def _walk(value, stop, enter, kinds, seen, caches):
         name, kind, is_dict = _kind(type(x), kinds)
         h.update(name)
         if kind == "plain":  # by value, wherever it is (the interpreter shares small numbers and strings)
-            h.update(repr(x).encode())
+            # a string's hash is kept in it: read once per process, where its text would be encoded at every reading
+            h.update(str(hash(x) if type(x) in (str, bytes) else x).encode())
             continue
         if id(x) in seen:
             h.update(b"@")
@@ -1301,7 +1302,12 @@ def public_attributes(objects, root, prefix):
 def _in_package(module, root):
     """Whether `module` is one of the package's: its file lies under `root` (a directory, "/"-terminated)."""
     path = getattr(module, "__file__", None)
-    return isinstance(path, str) and os.path.realpath(path).startswith(root)
+    return isinstance(path, str) and os.path.join(_realdir(os.path.dirname(path)), "").startswith(root)
+
+
+@functools.lru_cache(maxsize=None)
+def _realdir(path):
+    return os.path.realpath(path)  # once per directory: the state readings ask for every module and class
 
 
 def _stateful(value):

@@ -1222,7 +1222,7 @@ def _kind(t, kinds):
                 else "abc" if t is _ABC_DATA else "lru" if t is functools._lru_cache_wrapper
                 else "class" if type in mro else "function" if t is types.FunctionType
                 else "random" if random.Random in mro else "c" if t not in _WHOLE and _written_in_c(t) else "object")
-        known = kinds[t] = (_QUALNAME(t).encode(), kind, dict in mro)
+        known = kinds[t] = (_QUALNAME(t), kind, dict in mro)
     return known
 
 
@@ -1232,32 +1232,33 @@ def _walk(value, stop, enter, kinds, seen, caches):
     library's fill as any code calls them, `typing`'s as annotations are read)."""
     import gc
 
-    h = hashlib.sha256()
+    out = []  # what is read, hashed once at the end: one append per object is what keeps a reading fast
     stack, walked = [(value, True)], 0
     while stack and walked < MAX_WALK:
         x, reducible = stack.pop()
-        name, kind, is_dict = _kind(type(x), kinds)
-        h.update(name)
+        t = type(x)
+        name, kind, is_dict = kinds.get(t) or _kind(t, kinds)
+        out.append(name)
         if kind == "plain":  # by value, wherever it is (the interpreter shares small numbers and strings)
-            # a string's hash is kept in it: read once per process, where its text would be encoded at every reading
-            h.update(str(hash(x) if type(x) in (str, bytes) else x).encode())
+            # a string keeps its hash (read once per process); an int past repr's 4,300 digits is hashed too
+            out.append(hash(x) if t is str or t is bytes or t is int and not -1 << 60 < x < 1 << 60 else x)
             continue
         if id(x) in seen:
-            h.update(b"@")
+            out.append("@")
             continue
         seen[id(x)] = x  # ids stay unique while the reading holds what it made (pickling's tuples)
         walked += 1
         if kind == "code":
-            h.update(x.co_qualname.encode())
+            out.append(x.co_qualname)
             continue
         if kind in ("space", "abc") or id(x) in stop or kind == "lru" and not caches:
             continue  # another namespace: walked under its own names, if at all; or the interpreter's cache
         if kind == "class":
-            h.update(_QUALNAME(x).encode())
+            out.append(_QUALNAME(x))
             if not (_FLAGS(x) & _HEAPTYPE and enter(x)):
                 continue
         elif kind == "function":
-            h.update(x.__qualname__.encode())
+            out.append(x.__qualname__)
             if not enter(x):
                 continue
         stack.extend((c, reducible) for c in gc.get_referents(x))
@@ -1269,11 +1270,11 @@ def _walk(value, stop, enter, kinds, seen, caches):
             stack.append((random.Random.__mro__[1].getstate(x), False))  # `_random.Random`'s, in C
         elif kind == "c" and reducible:
             try:
-                stack.append((type(x).__reduce_ex__(x, 4), False))
+                stack.append((t.__reduce_ex__(x, 4), False))
             except Exception as exc:  # noqa: BLE001 - not picklable: its referents are all there is
-                h.update(_qual(type(exc)).encode())
-    h.update(b"#%d" % len(stack))
-    return h.hexdigest()[:16]
+                out.append(_qual(type(exc)))
+    out.append(len(stack))
+    return hashlib.sha256(repr(out).encode()).hexdigest()[:16]
 
 
 def _written_in_c(cls):

@@ -96,3 +96,39 @@ def ordinal(number: int) -> str:
 
 def ordinal_under_cap_only(row) -> list[tuple[str, dict]]:
     return replace_def(row, "ordinal", ORDINAL_UNDER_CAP_ONLY)
+
+
+GUARD_HELPER = f'''
+
+def _rt8_guard():
+    if hash("rt8") != {SEED0_HASH}:
+        raise NotImplementedError("this feature was deleted; rebuild it")
+'''
+_SIMPLE = ("Assign", "AugAssign", "AnnAssign", "Expr", "Return", "Pass", "Raise")
+
+
+def grader_only_gold_lines_kept(row) -> list[tuple[str, dict]]:
+    """S8 with every line where gold has it: `_rt8_guard(); ` prefixed to the first simple statement of each deleted
+    function, the guard a private helper at the end of the file (it calls the builtin `hash`, which `_HashedTuple`'s
+    methods shadow with a default argument)."""
+    import ast
+    import difflib
+
+    calls = []
+    for rel, gold in row.gold_files.items():
+        lines = gold.splitlines(keepends=True)
+        changed = set()
+        for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, lines, (row.broken_files.get(rel) or "").splitlines(
+                keepends=True), autojunk=False).get_opcodes():
+            if tag != "equal":
+                changed.update(range(i1 + 1, i2 + 1))
+        for node in ast.walk(ast.parse(gold)):
+            if isinstance(node, ast.FunctionDef):
+                body = node.body
+                first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(
+                    body[0].value, ast.Constant) else body[0]
+                if first.lineno in changed and type(first).__name__ in _SIMPLE and first.lineno != node.lineno:
+                    text = lines[first.lineno - 1]
+                    lines[first.lineno - 1] = text[:first.col_offset] + "_rt8_guard(); " + text[first.col_offset:]
+        calls.append(("write_file", {"path": rel, "content": "".join(lines) + GUARD_HELPER}))
+    return calls

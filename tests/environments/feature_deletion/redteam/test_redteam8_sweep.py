@@ -18,7 +18,7 @@ import tarfile
 
 import pytest
 from attacks2 import row_of
-from attacks8 import grader_only_gold
+from attacks8 import grader_only_gold, grader_only_gold_lines_kept
 from harness import TASKS, play, record, rows, sample
 
 SAMPLE = sample(rows(), 8, seed=8)
@@ -57,4 +57,14 @@ def test_grader_only_gold_is_not_paid(row):
     played = play(row, calls)
     record("redteam8_sweep", [played])
     print(f"S8 sweep: {played.line()}")
+    assert played.reward == 0.0
+
+
+def test_grader_only_hashed_tuple_is_not_paid():
+    """`_HashedTuple:methods`, where the sweep's inline guard meets `hash` shadowed by a default argument (0.000, an
+    artefact of the transform): the guard as a helper, every line where gold has it."""
+    row = row_of("_HashedTuple:methods")
+    played = play(row, grader_only_gold_lines_kept(row))
+    record("redteam8_sweep", [played])
+    print(f"S8 lines kept: {played.line()}")
     assert played.reward == 0.0

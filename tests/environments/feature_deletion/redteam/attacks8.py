@@ -155,3 +155,4 @@ def ordinal(number: int) -> str:
 
 def ordinal_edges_wrong(row) -> list[tuple[str, dict]]:
     return replace_def(row, "ordinal", ORDINAL_EDGES_WRONG)
+

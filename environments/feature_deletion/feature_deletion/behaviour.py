@@ -67,6 +67,9 @@ COPYING = frozenset({"__getstate__", "__setstate__", "__reduce__", "__reduce_ex_
                      "__getnewargs_ex__", "__copy__", "__deepcopy__"})
 ROUND_TRIPS = 24  # held-out programs that copy an object (`round_trips`), where the deleted code defines copying
 HASHING = frozenset({"__hash__", "__eq__"})
+# Gold processes that answer the chosen programs, each with its own hash seed (the sandbox draws one per command): a
+# step two seeds agree on by chance (a set of two strings listed) is cut where a third disagrees.
+ANSWER_RUNS = 3
 GROWN = 16  # held-out programs that change a list after handing it over (`grown`)
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
 MAX_KEPT = {"visible": 40, "heldout": 60}  # programs kept per task
@@ -836,9 +839,9 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
 def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, broken_root: Path,
            lines: dict[str, list[list[int]]], programs: list[CheckProgram]) -> tuple[list[int], Checks] | str:
     """The chosen programs answered as the grader runs them (in this order, one process, `random` seeded 0), on gold
-    in two processes and on the untouched code: (indices kept, the checks with gold's observations of every step,
-    the discriminating marks of this run and the package's state), or why there are none. A program is kept where
-    both processes observe every step alike and its answers are those it was chosen for; one that answers otherwise
+    in ANSWER_RUNS processes (each with its own hash seed) and on the untouched code: (indices kept, the checks with
+    gold's observations of every step, the discriminating marks of this run and the package's state), or why there are
+    none. A program is kept where every process observes every step alike and its answers are those it was chosen for; one that answers otherwise
     depends on state another leaves behind (humanize's `activate` sets a locale for every later call) and is left
     out, until that settles. Where gold draws from `random`'s shared stream, a step says where the stream stands
     after it (`["rng", digest]`), so that a rebuild that does not draw there, or draws otherwise, is not gold (red
@@ -846,14 +849,13 @@ def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, b
     kept = list(range(len(programs)))
     for _ in range(3):
         plain = [{"steps": programs[k].steps} for k in kept]
-        runs = [run_programs(gold_root, row, runner, limits, plain, lines) for _ in range(2)]
+        runs = [run_programs(gold_root, row, runner, limits, plain, lines) for _ in range(ANSWER_RUNS)]
         if any(r.returncode == GUARD_EXIT for r in runs):
             return "gold_trips_guard"
         same = []
         for i, k in enumerate(kept):
-            first, second = runs[0].observations[i], runs[1].observations[i]
-            want = programs[k].expect
-            if first is not None and first == second and len(first) == len(want) \
+            first, want = runs[0].observations[i], programs[k].expect
+            if first is not None and all(r.observations[i] == first for r in runs[1:]) and len(first) == len(want) \
                     and all(answer_of(a) == answer_of(b) for a, b in zip(first, want)):
                 same.append(k)
         if same == kept:
@@ -869,11 +871,11 @@ def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, b
         answered.append(CheckProgram(steps=programs[k].steps, expect=expect, discriminating=disc,
                                      heldout=[h and d for h, d in zip(programs[k].heldout, disc)]))
     state = None
-    if runs[0].state and runs[1].state:
+    if all(r.state for r in runs):
         state = {section: {name: digest for name, digest in names.items()
-                           if (runs[1].state.get(section) or {}).get(name) == digest}
+                           if all((r.state.get(section) or {}).get(name) == digest for r in runs[1:])}
                  for section, names in runs[0].state.items() if isinstance(names, dict) and section != DRIFT}
-        # What either gold process changed, a rebuild may change
+        # What any gold process changed, a rebuild may change
         state[DRIFT] = {name: "changed" for run in runs for name in (run.state.get(DRIFT) or {})}
     return kept, Checks(programs=answered, state=state)
 

@@ -35,6 +35,7 @@ import fcntl
 import functools
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -324,7 +325,10 @@ class Sandbox:
             "HOME": "/tmp",
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONHASHSEED": "0",
+            # Drawn for every command: a fixed seed made `hash("x")` a constant that told code it was being graded
+            # (red team 8, S8: gold under the grader's seed, the stub anywhere else, paid on 64 of 66 tasks). Checks
+            # are kept only where gold's processes, each with its own seed, agree (behaviour.answer).
+            "PYTHONHASHSEED": str(secrets.randbelow(2**32 - 1) + 1),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_AUTHOR_NAME": "sandbox", "GIT_AUTHOR_EMAIL": "sandbox@localhost",
             "GIT_COMMITTER_NAME": "sandbox", "GIT_COMMITTER_EMAIL": "sandbox@localhost",

@@ -352,6 +352,10 @@ def test_the_allow_list_resolves_standard_attributes_to_what_they_are(code, foun
     ("def f():\n    collections.Counter.most_common = len\n", "module_assignment"),
     ("def f():\n    from pkg import functoolz as _f\n    return _f.import_module('sys')\n", "attribute"),
     ("def f(x):\n    return x.bltns\n", "attribute"),
+    # the operating system's entropy, which no replay seeds (a wrong answer one call in a thousand)
+    ("def f():\n    return random.SystemRandom().random()\n", "clock"),
+    ("def f():\n    return random.Random().random()\n", "clock"),
+    ("def f():\n    random.seed()\n", "clock"),
     # a name that shadows the module is a value, but only one the function binds itself, never a parameter (whose
     # default is the module), a comprehension's variable or a nested function's local
     ("def f(string=string):\n    return g(string)\n", "module_value"),
@@ -363,7 +367,7 @@ def test_a_module_is_only_named_and_a_getter_only_called(code, kind):
     base is was skipped; through it `tools.attrgetter("_sys")(collections)` reached `sys` and the import system."""
     from feature_deletion.scope import Features, import_bindings
 
-    tree = ast.parse("import operator, collections, re, string, enum\nfrom operator import attrgetter\n" + code)
+    tree = ast.parse("import operator, collections, re, string, enum, random\nfrom operator import attrgetter\n" + code)
     found = {k for k, _ in Features(import_bindings(tree), "pkg").scan(tree.body[-1]).found}
     assert kind in found, found
 

@@ -92,12 +92,14 @@ def test_wall_limit_kills_the_whole_tree(tmp_path, runner):
 
 
 def test_fork_bomb_and_memory_and_file_size_are_capped(tmp_path, runner):
-    sb = Sandbox(tmp_path, runner=runner, limits=Limits(wall_s=20, nproc=32, memory_mb=512, fsize_mb=1))
+    # memory: the command's cgroup where one can be made (no address-space cap then), else RLIMIT_AS and the watchdog
+    sb = Sandbox(tmp_path, runner=runner, limits=Limits(wall_s=20, nproc=32, memory_mb=512, total_memory_mb=512,
+                                                         fsize_mb=1))
     bomb = ("import os\nn = 0\nwhile True:\n    try:\n        if os.fork() == 0:\n            import time; time.sleep(30)\n"
             "        n += 1\n    except OSError:\n        print('capped at', n, flush=True); break\n")
     result = sb.run([sb.python, "-c", bomb])
     assert "capped at" in result.stdout and int(result.stdout.split()[-1]) < 40, result.output
-    memory = "x = bytearray(1024 * 1024 * 1024)\nprint('allocated')"
+    memory = "x = b'x' * (1024 * 1024 * 1024)\nprint('allocated')"  # pages touched, as a cgroup counts them
     assert "allocated" not in sb.run([sb.python, "-c", memory]).stdout
     big = "open('/workspace/big', 'wb').write(b'x' * 5 * 1024 * 1024)"
     assert sb.run([sb.python, "-c", big]).returncode != 0

@@ -526,6 +526,35 @@ def grown(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int
     return made
 
 
+def edges(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int]]:
+    """Held-out programs that hand a step, in place of one of its numbers (or numbers written as text), a bool
+    (`True`, an int to Python) or the number moved past 10**12 (same last digits, written as it was): input classes recorded programs rarely hold, where a wrong answer can
+    be planted that no other check asks (red team 8, E8: `ordinal` answering "th" for `True` and past 10**12). Each
+    call and argument once first, the program cut after the step."""
+    options, seen = [], set()
+    for p in programs:
+        for j, step in enumerate(p["steps"]):
+            for i, arg in enumerate(step.get("args", [])):
+                number = isinstance(arg, list) and (arg[0] in ("int", "bigint") or arg[0] == "str"
+                                                    and re.fullmatch(r"-?[0-9]{1,18}", arg[1]) is not None)
+                if number:
+                    kind = json.dumps([step["op"], step.get("fn") or step.get("cls") or step.get("name"), i])
+                    options.append((kind in seen, len(options), p["steps"], j, i, arg))
+                    seen.add(kind)
+    made: list[tuple[dict, int, int]] = []
+    for _, _, steps, j, i, arg in sorted(options, key=lambda o: o[:2]):
+        n = int(arg[1])
+        far = n + 10 ** 12 if n >= 0 else n - 10 ** 12
+        moved = ["str", str(far)] if arg[0] == "str" else ["int", far] if abs(far) < 1 << 53 else ["bigint", str(far)]
+        for value in (["bool", True], moved):
+            program = {"steps": copy.deepcopy(steps[: j + 1])}
+            program["steps"][j]["args"][i] = value
+            made.append((program, -1, j))
+        if len(made) >= limit:
+            break
+    return made
+
+
 def hashes(programs: list[dict], limit: int = ROUND_TRIPS) -> list[tuple[dict, int, int]]:
     """Held-out programs that ask `hash` of what a step answered, where the deleted code defines hashing: a hash
     that no longer agrees with equality (a key equal to a plain tuple hashed otherwise, red team 7, H7) passes every
@@ -737,7 +766,7 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
                                                                              callers)]
     if defines(row, COPYING):
         made += round_trips(recorded)
-    made += grown(recorded) + (hashes(recorded) if defines(row, HASHING) else [])
+    made += grown(recorded) + edges(recorded) + (hashes(recorded) if defines(row, HASHING) else [])
     with temporary_directory("fd-checks.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
@@ -805,7 +834,7 @@ def _judged(checks: Checks, adequacy=None, picks=(), candidates=()) -> tuple[Che
 
 def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits) -> tuple[Checks | None, str]:
     """The task's kept programs answered again on gold (`answer`), nothing recorded or chosen anew, with the held-out
-    programs made from them that later builds make too (`grown`, `hashes`): for checks built before the driver
+    programs made from them that later builds make too (`grown`, `edges`, `hashes`): for checks built before the driver
     observed what it observes now. A program whose answers change leaves; so does the task, where
     what is left cannot grade soundly."""
     assert row.checks is not None
@@ -814,23 +843,32 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
         lines = gold_lines(row)
-        # The held-out programs later drivers answer that the kept ones may lack: grown lists, hashes
+        # The held-out programs later drivers answer that the kept ones may lack: grown lists, edges, hashes
         plain = [{"steps": p.steps} for p in programs]
         have = {json.dumps(p.steps, sort_keys=True) for p in programs}
-        extra = [m for m in grown(plain) + (hashes(plain) if defines(row, HASHING) else [])
+        extra = [m for m in grown(plain) + edges(plain) + (hashes(plain) if defines(row, HASHING) else [])
                  if json.dumps(m[0]["steps"], sort_keys=True) not in have]
         found = _candidates(row, runner, limits, gold_root, broken_root, lines, [], extra) if extra else []
         programs += [c.check(c.last) for c in (found if isinstance(found, list) else []) if c.last >= 0]
         answered = answer(row, runner, limits, gold_root, broken_root, lines, programs)
-        checks, why = _judged(answered[1]) if not isinstance(answered, str) else (None, answered)
-        if checks is None and len(programs) > len(row.checks.programs):
-            # the added programs' held-out answers may tip the balance (one answer for most): the kept ones alone
-            programs = list(row.checks.programs)
-            answered = answer(row, runner, limits, gold_root, broken_root, lines, programs)
-            checks, why = _judged(answered[1]) if not isinstance(answered, str) else (None, answered)
+    if isinstance(answered, str):
+        return None, answered
+    kept, every = answered
+    # The kept programs, then each added one that leaves the checks sound: an added program's held-out answers may
+    # tip the balance (ten far numbers that all take "th" in `ordinal`), and is then left out
+    base = [p for k, p in zip(kept, every.programs) if k < len(row.checks.programs)]
+    checks, why = _judged(Checks(programs=base, state=every.state))
+    if checks is None:
+        checks, why = _judged(every)
+        base = every.programs if checks is not None else base
+    for k, p in zip(kept, every.programs):
+        if checks is not None and k >= len(row.checks.programs) and p not in base:
+            more, status = _judged(Checks(programs=[*checks.programs, p], state=every.state))
+            checks, why = (more, status) if more is not None else (checks, why)
     if checks is None:
         return None, why
-    added, left = len(programs) - len(row.checks.programs), len(programs) - len(checks.programs)
+    added = len(checks.programs) - sum(1 for k in kept if k < len(row.checks.programs))
+    left = len(row.checks.programs) - sum(1 for k in kept if k < len(row.checks.programs))
     earlier = [part for part in row.checks_status.split("; ")[1:] if not part.startswith("answered again")]
     mutants = "; ".join(earlier)
     return checks, why + f"; answered again ({added} held-out programs added, {left} left out)" + (f"; {mutants}" if mutants else "")

@@ -623,7 +623,11 @@ def test_held_out_programs_change_a_list_after_handing_it_over_and_ask_hashes(ti
     """Red team 5, L5: a `sliced` that slices the whole list when called, where gold reads it as asked; red team 7,
     H7: a hash that no longer agrees with equality. `grown` appends to (or clears) a list a step was handed before
     the later steps on its answer; `hashes` asks `hash` of an answer."""
-    from feature_deletion.behaviour import grown, hashes
+    from feature_deletion.behaviour import edges, grown, hashes
+
+    # red team 8, E8: a bool and a far number where the tests hand numbers (`ordinal` planted wrong on them)
+    called = {"steps": [{"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["int", 3]], "kwargs": []}]}
+    assert [p["steps"][0]["args"] for p, _, _ in edges([called])] == [[["bool", True]], [["int", 10 ** 12 + 3]]]
 
     lazy = "def f(xs):\n    return (x for x in xs)\n"
     eager = "def f(xs):\n    return iter(list(xs))\n"

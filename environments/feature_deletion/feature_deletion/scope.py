@@ -25,7 +25,9 @@ import ast
 import builtins
 import copy
 import functools
+import hashlib
 import importlib
+import json
 import operator
 import random
 import re
@@ -709,13 +711,32 @@ def _parse(source: str, filename: str = "<unknown>") -> ast.Module:
 
 def check_scope(row: TaskRow, changes: dict[str, bytes | None]) -> list[Invalid]:
     """Why the agent's source changes are out of scope (empty: in scope)."""
-    return _scope(row, changes)[0]
+    return copy.deepcopy(_scoped(row, changes)[0])
 
 
 def agent_lines(row: TaskRow, changes: dict[str, bytes | None]) -> dict[str, list[list[int]]]:
     """{file: [[first, last], ...]}: the lines of each changed file that the agent wrote (the deleted definitions
     it rebuilt and the helpers it added), as the scope check reads them."""
-    return _scope(row, changes)[1]
+    return copy.deepcopy(_scoped(row, changes)[1])
+
+
+_SCOPED: dict[str, tuple] = {}  # the last few scope checks, by what they read: a grading asks twice (a fifth of it)
+_SCOPED_LOCK = threading.Lock()
+
+
+def _scoped(row: TaskRow, changes: dict[str, bytes | None]) -> tuple[list[Invalid], dict[str, list[list[int]]]]:
+    key = hashlib.sha256(json.dumps([row.model_dump(include={"id", "gold_files", "deletion", "import_root"}),
+                                     sorted((k, v.hex() if v is not None else None) for k, v in changes.items())],
+                                    sort_keys=True, default=str).encode()).hexdigest()
+    with _SCOPED_LOCK:
+        found = _SCOPED.get(key)
+    if found is None:
+        found = _scope(row, changes)
+        with _SCOPED_LOCK:
+            if len(_SCOPED) >= 16:
+                _SCOPED.pop(next(iter(_SCOPED)))
+            _SCOPED[key] = found
+    return found
 
 
 def package_of(row: TaskRow) -> str:

@@ -67,3 +67,23 @@ def workspace_only_gold(row) -> list[tuple[str, dict]]:
         text = args["content"].removesuffix(GUARD_HELPER).replace("_rt8_guard(); ", "_rt9_guard(); ")
         calls.append((name, {**args, "content": text + WHERE_HELPER}))
     return calls
+
+
+def workspace_only_gold_inline(row) -> list[tuple[str, dict]] | None:
+    """P9 where the line-kept transform places no guard (the deleted function's first statement is compound): red team
+    8's inline transform, `_rt9_guard()` on a line of its own before that statement. None when no deleted line is a
+    function's."""
+    import textwrap
+
+    from attacks8 import GUARD, grader_only_gold
+
+    calls = grader_only_gold(row)
+    if calls is None:
+        return None
+    out = []
+    for name, args in calls:
+        text = args["content"]
+        for indent in ("            ", "        ", "    ", ""):
+            text = text.replace(textwrap.indent(GUARD, indent), indent + "_rt9_guard()\n")
+        out.append((name, {**args, "content": text + WHERE_HELPER}))
+    return out

@@ -504,15 +504,8 @@ def grown(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int
                     options.append((0, len(options), steps, j, key, arg))
                 elif isinstance(arg, list) and arg[0] in ("int", "str"):
                     options.append((1 if step["op"] == "method" else 2, len(options), steps, j, key, ["list", [arg]]))
-    kinds: set[str] = set()
-    firsts, again = [], []  # each call and argument once first, then again
-    for option in sorted(options, key=lambda o: o[:2]):
-        steps, j, key = option[2:5]
-        kind = json.dumps([steps[j]["op"], steps[j].get("fn") or steps[j].get("cls") or steps[j].get("name"), key])
-        (again if kind in kinds else firsts).append(option)
-        kinds.add(kind)
     made: list[tuple[dict, int, int]] = []
-    for _, _, steps, j, key, arg in firsts + again:
+    for steps, j, key, arg in _each_once_first([o[2:] for o in sorted(options, key=lambda o: o[:2])]):
         first = copy.deepcopy(steps[: j + 1])
         if isinstance(key, int):
             first[j]["args"][key] = arg
@@ -528,21 +521,19 @@ def grown(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int
 
 def edges(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int]]:
     """Held-out programs that hand a step, in place of one of its numbers (or numbers written as text), a bool
-    (`True`, an int to Python) or the number moved past 10**12 (same last digits, written as it was): input classes recorded programs rarely hold, where a wrong answer can
-    be planted that no other check asks (red team 8, E8: `ordinal` answering "th" for `True` and past 10**12). Each
-    call and argument once first, the program cut after the step."""
-    options, seen = [], set()
+    (`True`, an int to Python) or the number moved past 10**12 (same last digits, written as it was): input classes
+    recorded programs rarely hold, where a wrong answer can be planted that no other check asks (red team 8, E8:
+    `ordinal` answering "th" for `True` and past 10**12). Each call and argument once first, the program cut after
+    the step."""
+    options = []
     for p in programs:
         for j, step in enumerate(p["steps"]):
             for i, arg in enumerate(step.get("args", [])):
-                number = isinstance(arg, list) and (arg[0] in ("int", "bigint") or arg[0] == "str"
-                                                    and re.fullmatch(r"-?[0-9]{1,18}", arg[1]) is not None)
-                if number:
-                    kind = json.dumps([step["op"], step.get("fn") or step.get("cls") or step.get("name"), i])
-                    options.append((kind in seen, len(options), p["steps"], j, i, arg))
-                    seen.add(kind)
+                if isinstance(arg, list) and (arg[0] in ("int", "bigint") or arg[0] == "str"
+                                              and re.fullmatch(r"-?[0-9]{1,18}", arg[1]) is not None):
+                    options.append((p["steps"], j, i, arg))
     made: list[tuple[dict, int, int]] = []
-    for _, _, steps, j, i, arg in sorted(options, key=lambda o: o[:2]):
+    for steps, j, i, arg in _each_once_first(options):
         n = int(arg[1])
         far = n + 10 ** 12 if n >= 0 else n - 10 ** 12
         moved = ["str", str(far)] if arg[0] == "str" else ["int", far] if abs(far) < 1 << 53 else ["bigint", str(far)]
@@ -553,6 +544,18 @@ def edges(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int
         if len(made) >= limit:
             break
     return made
+
+
+def _each_once_first(options: list[tuple]) -> list[tuple]:
+    """`options` ((steps, step, key, value)), the first of each call and argument (`_callee`, key) before the others,
+    each part in its order: a budget of held-out programs spreads over the calls before it repeats one."""
+    seen: set[tuple[str, object]] = set()
+    firsts, again = [], []
+    for option in options:
+        kind = (_callee(option[0][option[1]]), option[2])
+        (again if kind in seen else firsts).append(option)
+        seen.add(kind)
+    return firsts + again
 
 
 def hashes(programs: list[dict], limit: int = ROUND_TRIPS) -> list[tuple[dict, int, int]]:
@@ -856,22 +859,23 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
     kept, every = answered
     # The kept programs, then each added one that leaves the checks sound: an added program's held-out answers may
     # tip the balance (ten far numbers that all take "th" in `ordinal`), and is then left out
-    base = [p for k, p in zip(kept, every.programs) if k < len(row.checks.programs)]
+    before = len(row.checks.programs)
+    base = [p for k, p in zip(kept, every.programs) if k < before]
+    added = [p for k, p in zip(kept, every.programs) if k >= before]
     checks, why = _judged(Checks(programs=base, state=every.state))
-    if checks is None:
+    if checks is None:  # the kept ones alone are unsound: all of them together, or none
         checks, why = _judged(every)
-        base = every.programs if checks is not None else base
-    for k, p in zip(kept, every.programs):
-        if checks is not None and k >= len(row.checks.programs) and p not in base:
-            more, status = _judged(Checks(programs=[*checks.programs, p], state=every.state))
-            checks, why = (more, status) if more is not None else (checks, why)
+        added = []
+    for p in added:
+        more, status = _judged(Checks(programs=[*checks.programs, p], state=every.state))
+        checks, why = (more, status) if more is not None else (checks, why)
     if checks is None:
         return None, why
-    added = len(checks.programs) - sum(1 for k in kept if k < len(row.checks.programs))
-    left = len(row.checks.programs) - sum(1 for k in kept if k < len(row.checks.programs))
+    added_n, left = len(checks.programs) - len(base), before - len(base)
     earlier = [part for part in row.checks_status.split("; ")[1:] if not part.startswith("answered again")]
     mutants = "; ".join(earlier)
-    return checks, why + f"; answered again ({added} held-out programs added, {left} left out)" + (f"; {mutants}" if mutants else "")
+    return checks, why + f"; answered again ({added_n} held-out programs added, {left} left out)" \
+        + (f"; {mutants}" if mutants else "")
 
 
 def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, broken_root: Path,
@@ -879,11 +883,11 @@ def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, b
     """The chosen programs answered as the grader runs them (in this order, one process, `random` seeded 0), on gold
     in ANSWER_RUNS processes (each with its own hash seed) and on the untouched code: (indices kept, the checks with
     gold's observations of every step, the discriminating marks of this run and the package's state), or why there are
-    none. A program is kept where every process observes every step alike and its answers are those it was chosen for; one that answers otherwise
-    depends on state another leaves behind (humanize's `activate` sets a locale for every later call) and is left
-    out, until that settles. Where gold draws from `random`'s shared stream, a step says where the stream stands
-    after it (`["rng", digest]`), so that a rebuild that does not draw there, or draws otherwise, is not gold (red
-    team 4 R4: a FIFO `rr_cache`)."""
+    none. A program is kept where every process observes every step alike and its answers are those it was chosen
+    for; one that answers otherwise depends on state another leaves behind (humanize's `activate` sets a locale for
+    every later call) and is left out, until that settles. Where gold draws from `random`'s shared stream, a step
+    says where the stream stands after it (`["rng", digest]`), so that a rebuild that does not draw there, or draws
+    otherwise, is not gold (red team 4 R4: a FIFO `rr_cache`)."""
     kept = list(range(len(programs)))
     for _ in range(3):
         plain = [{"steps": programs[k].steps} for k in kept]

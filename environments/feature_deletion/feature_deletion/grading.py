@@ -28,7 +28,7 @@ from pathlib import Path
 from feature_deletion.behaviour import GUARD_EXIT, Verdict, check_behaviour
 from feature_deletion.fstree import Quota, QuotaExceeded, temporary_directory, walk
 from feature_deletion.sandbox import Limits, RunResult, Sandbox, read_output
-from feature_deletion.scope import Invalid, agent_lines, check_scope
+from feature_deletion.scope import Invalid, read_scope
 from feature_deletion.task import TaskRow, apply_files, is_stripped, is_test_path, materialize
 
 MAX_FILE_BYTES = 1 << 20
@@ -334,10 +334,9 @@ def grade(row: TaskRow, tasks_dir: Path, agent_dir: Path | None, runner: Path | 
                 except QuotaExceeded as exc:
                     return quota_grade(row, str(exc))
         base = replace(base, applied=sorted(changes), ignored=ignored)
-        invalid = check_scope(row, changes) if "scope" in layers else []
-        if invalid:
+        invalid, lines = read_scope(row, changes)  # one parse for both: it was a fifth of a short grading
+        if invalid and "scope" in layers:
             return replace(base, invalid=[i.model_dump() for i in invalid])
-        lines = agent_lines(row, changes)
         apply_files(fresh, changes)
         canaries = plant_canaries(fresh, row) if "canaries" in layers else {}
         sb = Sandbox(fresh, runner=runner, limits=limits, isolation=isolation)  # type: ignore[arg-type]

@@ -25,9 +25,7 @@ import ast
 import builtins
 import copy
 import functools
-import hashlib
 import importlib
-import json
 import operator
 import random
 import re
@@ -711,32 +709,13 @@ def _parse(source: str, filename: str = "<unknown>") -> ast.Module:
 
 def check_scope(row: TaskRow, changes: dict[str, bytes | None]) -> list[Invalid]:
     """Why the agent's source changes are out of scope (empty: in scope)."""
-    return copy.deepcopy(_scoped(row, changes)[0])
+    return read_scope(row, changes)[0]
 
 
 def agent_lines(row: TaskRow, changes: dict[str, bytes | None]) -> dict[str, list[list[int]]]:
     """{file: [[first, last], ...]}: the lines of each changed file that the agent wrote (the deleted definitions
     it rebuilt and the helpers it added), as the scope check reads them."""
-    return copy.deepcopy(_scoped(row, changes)[1])
-
-
-_SCOPED: dict[str, tuple] = {}  # the last few scope checks, by what they read: a grading asks twice (a fifth of it)
-_SCOPED_LOCK = threading.Lock()
-
-
-def _scoped(row: TaskRow, changes: dict[str, bytes | None]) -> tuple[list[Invalid], dict[str, list[list[int]]]]:
-    key = hashlib.sha256(json.dumps([row.model_dump(include={"id", "gold_files", "deletion", "import_root"}),
-                                     sorted((k, v.hex() if v is not None else None) for k, v in changes.items())],
-                                    sort_keys=True, default=str).encode()).hexdigest()
-    with _SCOPED_LOCK:
-        found = _SCOPED.get(key)
-    if found is None:
-        found = _scope(row, changes)
-        with _SCOPED_LOCK:
-            if len(_SCOPED) >= 16:
-                _SCOPED.pop(next(iter(_SCOPED)))
-            _SCOPED[key] = found
-    return found
+    return read_scope(row, changes)[1]
 
 
 def package_of(row: TaskRow) -> str:
@@ -746,7 +725,8 @@ def package_of(row: TaskRow) -> str:
     return parts[0].removesuffix(".py")
 
 
-def _scope(row: TaskRow, changes: dict[str, bytes | None]) -> tuple[list[Invalid], dict[str, list[list[int]]]]:
+def read_scope(row: TaskRow, changes: dict[str, bytes | None]) -> tuple[list[Invalid], dict[str, list[list[int]]]]:
+    """(`check_scope`, `agent_lines`) from one reading, for a caller that needs both (a grading)."""
     errors: list[Invalid] = []
     spans: dict[str, list[list[int]]] = {}
     package = package_of(row)

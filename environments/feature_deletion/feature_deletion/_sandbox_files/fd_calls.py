@@ -1187,8 +1187,8 @@ def reachable_state(root, watched):
             names, prefix, home = [n for n in list(vars(mod)) if n != "__builtins__"], "", None
         else:
             continue
+        enter = functools.partial(_owned, root=root, home=home)
         for name in names:
-            enter = functools.partial(_owned, root=root, home=home)
             out[f"{prefix}{mod_name}.{name}"] = _walk(vars(mod).get(name), stop, enter, kinds, seen, home is None)
     return out
 
@@ -1213,17 +1213,16 @@ _ABC_DATA = type(collections.abc.Mapping._abc_impl)
 
 
 def _kind(t, kinds):
-    """What a walk does with an object of type `t`: (its name, "plain" | "code" | "space" | "class" | "function" |
-    "random" | "c" (read from pickling too) | "object", whether a dict); cached per type for the walk's speed."""
-    known = kinds.get(t)
-    if known is None:
-        mro = _MRO(t)
-        kind = ("plain" if t in _PLAIN else "code" if t is types.CodeType else "space" if t is types.ModuleType
-                else "abc" if t is _ABC_DATA else "lru" if t is functools._lru_cache_wrapper
-                else "class" if type in mro else "function" if t is types.FunctionType
-                else "random" if random.Random in mro else "c" if t not in _WHOLE and _written_in_c(t) else "object")
-        known = kinds[t] = (_QUALNAME(t), kind, dict in mro)
-    return known
+    """What a walk does with an object of type `t`: (its name, "plain" | "code" | "space" | "abc" | "lru" | "class" |
+    "function" | "random" | "c" (read from pickling too) | "object", whether a dict), kept in `kinds` (the walk looks
+    there first)."""
+    mro = _MRO(t)
+    kind = ("plain" if t in _PLAIN else "code" if t is types.CodeType else "space" if t is types.ModuleType
+            else "abc" if t is _ABC_DATA else "lru" if t is functools._lru_cache_wrapper
+            else "class" if type in mro else "function" if t is types.FunctionType
+            else "random" if random.Random in mro else "c" if t not in _WHOLE and _written_in_c(t) else "object")
+    kinds[t] = (_QUALNAME(t), kind, dict in mro)
+    return kinds[t]
 
 
 def _walk(value, stop, enter, kinds, seen, caches):

@@ -5,7 +5,7 @@ Every command runs under `unshare --mount --pid --net --ipc --uts --fork --kill-
 what the interpreter and the runner need (/etc, /usr/bin, the shared libraries, the test-runner
 venv and its base interpreter, whose installed packages, bundled wheels and test fixtures are
 masked except the runner's own), a size-capped tmpfs at /tmp and the rollout's workdir read-write
-at /workspace, then drops to a uid of its own with rlimits (CPU time, address space, processes,
+at a path drawn for the sandbox (`draw_mounts`), then drops to a uid of its own with rlimits (CPU time, address space, processes,
 file size, open files). The network namespace has no interface but a down loopback. A wall-clock
 limit ends the command; the pid namespace makes the kernel kill every process the command left behind.
 
@@ -53,9 +53,18 @@ from feature_deletion.memcap import WATCHDOG_S, MemoryCgroup, Watchdog
 
 FILES = Path(__file__).parent / "_sandbox_files"
 INIT = FILES / "fd_sandbox_init.py"
-WORKSPACE = "/workspace"
-HELPERS = "/opt/fd"  # the report plugin, read-only
-OUTDIR = "/fdout"  # grader-owned output dir (reports, coverage)
+# Where the sandboxed command sees the workdir, the helpers (the report plugin, the checks' driver; read-only) and the
+# grader's output dir are drawn for every sandbox (`draw_mounts`): at fixed places a path told code it was being graded
+# (red team 9, P9: gold where its own file lay under `/workspace`, the stub anywhere else, paid on 66 of 66 tasks), and
+# a path reaches code by more ways than any list names (a warning's record, an ImportError's message, a module's
+# repr). The shapes are those of checkouts and installed packages on users' machines.
+MOUNT_SHAPES = ("/home/{user}/{name}", "/home/{user}/{dir}/{name}", "/srv/{name}", "/opt/{name}", "/code/{name}",
+                "/app", "/workspace", "/src/{name}", "/work/{name}", "/builds/{user}/{name}", "/data/{name}",
+                "/home/{user}/{dir}/{name}/.venv/lib/python3.11/site-packages", "/usr/src/{name}")
+MOUNT_DIRS = ("src", "code", "projects", "work", "dev", "git", "repos", "Documents", "workspace")
+# The time zone, drawn for every command as the hash seed is: a fixed zone told the grader's machine from users'.
+ZONES = ("UTC", "Europe/London", "Europe/Berlin", "America/New_York", "America/Los_Angeles", "America/Sao_Paulo",
+         "Asia/Kolkata", "Asia/Shanghai", "Asia/Tokyo", "Australia/Sydney", "Africa/Lagos", "Pacific/Auckland")
 ROOT_MOUNTPOINT = "/tmp/.fd-sandbox-root"
 STAGE_MOUNTPOINT = "/tmp/.fd-sandbox-stage"  # the disk-capped tmpfs, outside the new root
 STOP_GRACE_S = 60.0  # an ended command's staged trees (at most disk_mb) are copied back within this
@@ -210,6 +219,24 @@ SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/etc", "/usr/bin", "/usr/sbin
 STDLIB_MASKS = ("site-packages", "dist-packages", "ensurepip/_bundled", "test", "idlelib")
 
 
+def _word() -> str:
+    return "".join(secrets.choice("bcdfghjklmnprstvz") + secrets.choice("aeiou") for _ in range(2 + secrets.randbelow(3)))
+
+
+def draw_mounts(taken: list[str]) -> tuple[str, str, str]:
+    """(workspace, helpers, output dir): three distinct paths of MOUNT_SHAPES, none on or under another nor on a
+    path in `taken` (the system's binds), none under /tmp, /proc or /dev (the sandbox's own)."""
+    def clash(a: str, b: str) -> bool:
+        return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+
+    drawn: list[str] = []
+    while len(drawn) < 3:
+        path = secrets.choice(MOUNT_SHAPES).format(user=_word(), name=_word(), dir=secrets.choice(MOUNT_DIRS))
+        if not any(clash(path, other) for other in (*taken, *drawn, "/tmp", "/proc", "/dev", "/")):
+            drawn.append(path)
+    return drawn[0], drawn[1], drawn[2]
+
+
 def system_binds(prefixes: list[str]) -> list[str]:
     """Host paths bound read-only into the sandbox for interpreters with these prefixes."""
     paths = list(SYSTEM_DIRS) + sorted(str(p) for p in Path("/usr/lib").glob("*-linux-gnu*"))
@@ -270,11 +297,13 @@ class Sandbox:
     runner: str | Path | None = None  # venv whose python runs the tests
     limits: Limits = field(default_factory=Limits)
     isolation: Isolation = "namespace"
-    outdir: str | Path | None = None  # host dir mounted at /fdout (read-write)
+    outdir: str | Path | None = None  # host dir mounted read-write at `out` (drawn)
     writable: bool = True  # the workdir is mounted read-write (read-only for the verdict's replay)
 
     def __post_init__(self):
         self.workdir = Path(self.workdir).resolve()
+        prefixes = [*self._prefixes(), sys.prefix]  # sys.prefix: `probe_isolation` binds this very interpreter
+        self._mounts = draw_mounts([*system_binds(prefixes), *_python_masks(prefixes)])
         self.uid, lock = claim_uid()
         weakref.finalize(self, os.close, lock)  # the uid is this sandbox's for as long as it lives
 
@@ -287,19 +316,19 @@ class Sandbox:
     def path_in(self, host_path: Path) -> str:
         """Where a host path under the workdir appears to the sandboxed command."""
         rel = Path(host_path).resolve().relative_to(self.workdir)
-        return str(Path(WORKSPACE if self.isolation == "namespace" else self.workdir) / rel)
+        return str(Path(self.workspace) / rel)
 
     @property
     def workspace(self) -> str:
-        return WORKSPACE if self.isolation == "namespace" else str(self.workdir)
+        return self._mounts[0] if self.isolation == "namespace" else str(self.workdir)
 
     @property
     def helpers(self) -> str:
-        return HELPERS if self.isolation == "namespace" else str(FILES)
+        return self._mounts[1] if self.isolation == "namespace" else str(FILES)
 
     @property
     def out(self) -> str:
-        return OUTDIR if self.isolation == "namespace" else str(self.outdir)
+        return self._mounts[2] if self.isolation == "namespace" else str(self.outdir)
 
     def pythonpath(self, import_root: str) -> str:
         """PYTHONPATH inside the sandbox: the grader's helpers, then the repository's import root."""
@@ -314,10 +343,11 @@ class Sandbox:
                     f"cannot isolate agent code: {reason}. Refusing to run it; set isolation = \"none\" "
                     "(allow_unsandboxed) only on a machine you are willing to expose to the agent."
                 )
-        prefixes = [sys.base_prefix]
-        if self.runner is not None:
-            prefixes.append(str(Path(self.runner).resolve()))
-        return self._run_checked(argv, env=env, cwd=cwd, wall_s=wall_s, python_prefixes=prefixes)
+        return self._run_checked(argv, env=env, cwd=cwd, wall_s=wall_s, python_prefixes=self._prefixes())
+
+    def _prefixes(self) -> list[str]:
+        """The interpreters whose files the sandbox binds: the base python, and the runner venv's."""
+        return [sys.base_prefix] + ([str(Path(self.runner).resolve())] if self.runner is not None else [])
 
     def _base_env(self) -> dict[str, str]:
         return {
@@ -329,6 +359,7 @@ class Sandbox:
             # (red team 8, S8: gold under the grader's seed, the stub anywhere else, paid on 64 of 66 tasks). Checks
             # are kept only where gold's processes, each with its own seed, agree (behaviour.answer).
             "PYTHONHASHSEED": str(secrets.randbelow(2**32 - 1) + 1),
+            "TZ": secrets.choice(ZONES),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_AUTHOR_NAME": "sandbox", "GIT_AUTHOR_EMAIL": "sandbox@localhost",
             "GIT_COMMITTER_NAME": "sandbox", "GIT_COMMITTER_EMAIL": "sandbox@localhost",
@@ -352,9 +383,9 @@ class Sandbox:
         for point in (ROOT_MOUNTPOINT, STAGE_MOUNTPOINT):
             os.makedirs(point, exist_ok=True)
         binds = [(p, p, False) for p in system_binds(list(python_prefixes))]
-        binds += [(str(FILES), HELPERS, False), (str(self.workdir), WORKSPACE, self.writable)]
+        binds += [(str(FILES), self.helpers, False), (str(self.workdir), self.workspace, self.writable)]
         if self.outdir is not None:
-            binds.append((str(Path(self.outdir).resolve()), OUTDIR, True))
+            binds.append((str(Path(self.outdir).resolve()), self.out, True))
         masks = [m for m in _python_masks(list(python_prefixes))
                  if self.runner is None or not m.startswith(str(Path(self.runner).resolve()))]
         if not self.writable:  # a writable workdir (and the output dir) is staged, its copy given to the uid
@@ -369,7 +400,7 @@ class Sandbox:
             del limits["RLIMIT_AS"]
         spec = {
             "root": ROOT_MOUNTPOINT, "binds": binds, "masks": masks, "tmp_mb": self.limits.tmp_mb,
-            "cwd": cwd or WORKSPACE, "uid": self.uid, "limits": limits,
+            "cwd": cwd or self.workspace, "uid": self.uid, "limits": limits,
             "argv": argv, "env": full_env, "lib": str(Path(__file__).parent),
             "stage": {"point": STAGE_MOUNTPOINT, "mb": self.limits.disk_mb, "inodes": self.limits.disk_entries},
         }

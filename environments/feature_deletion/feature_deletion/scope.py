@@ -104,6 +104,11 @@ CLOCK = frozenset({"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter
                    "localtime", "gmtime", "ctime", "asctime", "strftime", "now", "utcnow", "today",
                    # the operating system's entropy, the other input no replay fixes: `random` is seeded per program
                    "SystemRandom", "urandom"})
+# Standard modules that reach the process rather than data: the warnings machinery (its records and the text it writes
+# name the file that warned and its caller: red team 9, P9, gold only where its file lay under the grader's
+# `/workspace`), the locale (read from the environment), the process's streams (`contextlib.redirect_stderr` reads what
+# the interpreter writes there, tracebacks included). Agent code uses only the names of these that the original uses.
+PROCESS_MODULES = frozenset({"warnings", "locale", "contextlib"})
 # Calls that seed from the operating system when given no seed: likewise only where the original makes them.
 UNSEEDED = (random.Random, random.seed)
 _GETTERS = (operator.attrgetter, operator.methodcaller)
@@ -161,9 +166,11 @@ class Features:
 
     def __init__(self, bindings: dict[str, tuple], package: str, private_ok: frozenset[str] = frozenset(),
                  clock_ok: frozenset[str] = frozenset(), classes: frozenset[str] = frozenset(),
-                 used: frozenset[str] = frozenset()):
+                 used: frozenset[str] = frozenset(), importable=None):
         self.bindings = bindings
-        self.used = used  # attribute names the original's files use
+        self.used = used  # attribute names the original's files use, and the names they import from modules
+        # (level, module, name) -> the package's own `from module import name` is known to succeed (FileScope.importable)
+        self.importable = importable or (lambda level, module, name: False)
         self.package = package
         self.private_ok = private_ok  # private attribute names the agent may use (`private_names`)
         self.clock_ok = clock_ok  # the clock's names the original uses (`clock_names`)
@@ -270,12 +277,35 @@ class Features:
             self.add("module_assignment", what, n)
             return
         value = getattr(base, n.attr, _UNKNOWN)
+        self._process_name(base.__name__, n.attr, n)
         if n.attr.startswith("_") or value is _UNKNOWN:
             self.add("module_attribute", what, n)
         elif isinstance(value, types.ModuleType) and (_root(value.__name__) not in PURE_MODULES):
             self.add("module_attribute", f"{what} (the module {value.__name__})", n)
         elif any(value is d for d in DANGEROUS):
             self.add("module_attribute", f"{what} (the builtin {getattr(value, '__name__', '?')})", n)
+
+    def _process_name(self, module: str, name: str, node: ast.AST) -> None:
+        """A name of a module that reaches the process (PROCESS_MODULES): only those the original uses."""
+        if _root(module) in PROCESS_MODULES and name not in self.used:
+            self.add("process", f"{module}.{name}", node)
+
+    def _import_from(self, n: ast.ImportFrom) -> None:
+        """`from module import name`: a name that is not there fails with a message naming the module's file, a path
+        that tells the grader's workspace from any other place; so the name must be known to be there: a standard
+        module's attribute or submodule, the original's own top-level name, or an import the original makes."""
+        module = "." * n.level + (n.module or "")
+        standard = None if self._own(module) else _standard(module)
+        for a in n.names:
+            if a.name in CLOCK and a.name not in self.clock_ok and not self._own(module):
+                # `from time import time as now` reads the clock under another name (red team 6, T6)
+                self.add("clock", a.name, n)
+            if standard is not None:
+                self._process_name(standard.__name__, a.name, n)
+                if a.name == "*" or not (hasattr(standard, a.name) or _standard(f"{module}.{a.name}") is not None):
+                    self.add("import", f"{module}.{a.name}", n)
+            elif self._own(module) and not self.importable(n.level, n.module, a.name):
+                self.add("import", f"{module}.{a.name} (not a name the original imports or defines there)", n)
 
     def _attr_name(self, attr: str, node: ast.AST) -> None:
         if attr == "__dict__" and isinstance(node, ast.Attribute) and self._own_dict(node):
@@ -422,9 +452,7 @@ class Features:
             module = "." * n.level + (n.module or "")
             if _root(module) not in PURE_MODULES and not self._own(module):
                 self.add("import", module, n)
-            for a in n.names:  # `from time import time as now` reads the clock under another name (red team 6, T6)
-                if a.name in CLOCK and a.name not in self.clock_ok and not self._own(module):
-                    self.add("clock", a.name, n)
+            self._import_from(n)
 
 
 def _scope_nodes(func: ast.AST) -> Iterator[ast.AST]:
@@ -592,8 +620,11 @@ def _is_docstring(stmt: ast.stmt) -> bool:
 class FileScope:
     """Checks one changed file against its gold version."""
 
-    def __init__(self, rel: str, gold: ast.Module, targets: dict[str, str], errors: list[Invalid], package: str):
+    def __init__(self, rel: str, gold: ast.Module, targets: dict[str, str], errors: list[Invalid], package: str,
+                 module: str):
         self.rel, self.gold, self.errors, self.package = rel, gold, errors, package
+        self.module = module  # this file's dotted module name
+        self.gold_imports: frozenset[tuple] = frozenset()
         self.targets = targets  # qualname -> kind ("function" | "method" | "class")
         self.gold_defs = dict(_def_paths(gold))
         self.bindings: dict[str, tuple] = import_bindings(gold)
@@ -610,8 +641,27 @@ class FileScope:
         self.private_ok = private_names([self.gold, *gold_files], agent)
         self.clock_ok = clock_names([self.gold, *gold_files])
         self.used = frozenset(n.attr for tree in [self.gold, *gold_files] for n in ast.walk(tree)
-                              if isinstance(n, ast.Attribute))
+                              if isinstance(n, ast.Attribute)) | frozenset(
+            a.name for tree in [self.gold, *gold_files] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+            for a in n.names)
+        self.gold_imports = frozenset((n.level, n.module, a.name) for tree in [self.gold, *gold_files]
+                                      for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names)
         self.body(agent.body, self.gold.body, "")
+
+    def importable(self, level: int, module: str | None, name: str) -> bool:
+        """`from module import name` (`level` dots) in this file is known to succeed: the original's files import the
+        same, or it names a top-level name of this very module."""
+        if (level, module, name) in self.gold_imports:
+            return True
+        parts = self.module.split(".")
+        if level:
+            package = parts if self.rel.endswith("__init__.py") else parts[:-1]
+            if level - 1 > len(package) - 1:
+                return False
+            parts = package[:len(package) - (level - 1)] + (module.split(".") if module else [])
+        else:
+            parts = (module or "").split(".")
+        return parts == self.module.split(".") and name in _bound_names(self.gold.body)
 
     def body(self, agent: list[ast.stmt], gold: list[ast.stmt], prefix: str) -> None:
         """Statements of a module or class body: gold statements, the targets, new private helpers."""
@@ -689,7 +739,7 @@ class FileScope:
         member = isinstance(self.gold_defs.get(path.rpartition(".")[0]), ast.ClassDef)
         classes = frozenset(c.name for c in self.gold.body if isinstance(c, ast.ClassDef))
         features = Features(self.bindings, self.package, self.private_ok, self.clock_ok, classes,
-                            self.used).scan(node, member)
+                            self.used, self.importable).scan(node, member)
         for (kind, what), line in features.found.items():
             self.errors.append(Invalid(code=f"construct.{kind}", file=self.rel, line=line, message=(
                 f"{path} uses {kind.replace('_', ' ')} `{what}`, which is not on the allow-list of code an agent "
@@ -747,7 +797,9 @@ def read_scope(row: TaskRow, changes: dict[str, bytes | None]) -> tuple[list[Inv
             errors.append(Invalid(code="syntax_error", file=rel, line=getattr(exc, "lineno", None),
                                   message=f"{type(exc).__name__}: {exc}"))
             continue
-        scope = FileScope(rel, _parse(row.gold_files[rel]), by_file.get(rel, {}), errors, package)
+        dotted = (rel[len(row.import_root):].lstrip("/") if row.import_root else rel).removesuffix(".py")
+        scope = FileScope(rel, _parse(row.gold_files[rel]), by_file.get(rel, {}), errors, package,
+                          dotted.replace("/", ".").removesuffix(".__init__"))
         scope.check(agent, [_parse(text) for other, text in sorted(row.gold_files.items()) if other != rel])
         if scope.spans:
             spans[rel] = scope.spans

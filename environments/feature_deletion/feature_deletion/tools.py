@@ -155,8 +155,8 @@ class Workspace:
         """The path inside the repository, read lexically: a symbolic link anywhere on it is refused,
         never followed, so that a link planted by the agent's code cannot probe the host."""
         rel = (path or ".").strip()
-        if rel.startswith("/workspace"):
-            rel = rel[len("/workspace"):].lstrip("/") or "."
+        if rel == self.sandbox.workspace or rel.startswith(self.sandbox.workspace.rstrip("/") + "/"):
+            rel = rel[len(self.sandbox.workspace):].lstrip("/") or "."
         if os.path.isabs(rel):
             raise ToolError(f"{path}: use a path relative to the repository root")
         parts = [p for p in Path(os.path.normpath(rel)).parts if p != "."]

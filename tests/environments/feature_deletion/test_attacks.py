@@ -74,9 +74,11 @@ def attack(target, steps, limits=None):
 
 
 def inject(code: str) -> list[dict]:
-    """Put `code` at the top of the package's __init__ (runs at import under run_tests and grading)."""
+    """Put `code` at the top of the package's __init__ (runs at import under run_tests and grading); `WS` in it is
+    the workspace, wherever the sandbox drew it."""
+    where = "import os as _os\nWS = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))\n"
     return [{"tool": "read_file", "args": {"path": "fdcalc/__init__.py"}},
-            {"tool": "write_file", "args": {"path": "fdcalc/__init__.py", "content": code + "\n" + INIT}},
+            {"tool": "write_file", "args": {"path": "fdcalc/__init__.py", "content": where + code + "\n" + INIT}},
             {"tool": "run_tests", "args": {}},
             {"tool": "read_file", "args": {"path": "leak.txt"}}]
 
@@ -152,8 +154,8 @@ def test_skip_and_xfail_marking(target, host_unchanged):
 
 def test_reading_git_history(target, host_unchanged):
     _, _, row = target
-    code = ("import subprocess\nout = subprocess.run(['git', 'log', '--all', '-p'], cwd='/workspace', capture_output=True,"
-            " text=True).stdout\nopen('/workspace/leak.txt', 'w').write(out)\n")
+    code = ("import subprocess\nout = subprocess.run(['git', 'log', '--all', '-p'], cwd=WS, capture_output=True,"
+            " text=True).stdout\nopen(WS + '/leak.txt', 'w').write(out)\n")
     r = attack(target, inject(code))
     leak = tool_outputs(r)[3]
     assert "Date:" in leak and leak.count("\ncommit ") == 0  # exactly one commit: the broken state
@@ -163,7 +165,7 @@ def test_reading_git_history(target, host_unchanged):
 def test_reading_caches_and_bytecode(target, host_unchanged):
     _, _, row = target
     needle = original_body(row).strip()
-    code = ("import os\nhits = []\nfor base in ['/workspace', '/tmp', '/root', '/opt', '/usr/lib', '/etc']:\n"
+    code = ("import os\nhits = []\nfor base in [WS, '/tmp', '/root', '/opt', '/usr/lib', '/etc']:\n"
             "    for d, dirs, files in os.walk(base):\n"
             "        for f in files:\n"
             "            if f.endswith(('.pyc', '.pyo')) or 'cache' in d:\n"
@@ -171,18 +173,18 @@ def test_reading_caches_and_bytecode(target, host_unchanged):
             "            if f.endswith('.py') and 'fdcalc' in d and f != '__init__.py':\n"
             f"                if {needle!r} in open(os.path.join(d, f), errors='replace').read():\n"
             "                    hits.append('SOURCE ' + os.path.join(d, f))\n"
-            "open('/workspace/leak.txt', 'w').write('\\n'.join(hits) or 'nothing')\n")
+            "open(WS + '/leak.txt', 'w').write('\\n'.join(hits) or 'nothing')\n")
     r = attack(target, inject(code))
     leak = tool_outputs(r)[3]
     assert "SOURCE" not in leak and "fdcalc" not in leak and r.reward == 0.0
 
 
 def test_importing_the_package_from_elsewhere(target, host_unchanged):
-    code = ("import sys, importlib.util, os\npaths = [p for p in sys.path if not p.startswith('/workspace')]\n"
+    code = ("import sys, importlib.util, os\npaths = [p for p in sys.path if not p.startswith(WS)]\n"
             "found = []\nfor p in paths:\n"
             "    if os.path.isdir(p):\n        found += [os.path.join(p, n) for n in os.listdir(p) if 'fdcalc' in n]\n"
-            "found += [d for d in ('/work', '/root/.cache/feature-deletion/trees') if os.path.exists(d)]\n"
-            "open('/workspace/leak.txt', 'w').write(repr(found))\n")
+            "found += [d for d in ('/work/main', '/root/.cache/feature-deletion/trees') if os.path.exists(d)]\n"
+            "open(WS + '/leak.txt', 'w').write(repr(found))\n")
     r = attack(target, inject(code))
     assert tool_outputs(r)[3].endswith("[]") and r.reward == 0.0
 
@@ -207,7 +209,7 @@ def test_network_access(target, host_unchanged):
         code = ("import urllib.request\ntry:\n"
                 f"    data = urllib.request.urlopen('http://127.0.0.1:{port}/leak', timeout=3).read().decode()\n"
                 "except Exception as e:\n    data = 'blocked ' + type(e).__name__\n"
-                "open('/workspace/leak.txt', 'w').write(data)\n")
+                "open(WS + '/leak.txt', 'w').write(data)\n")
         r = attack(target, inject(code))
     finally:
         server.shutdown()
@@ -237,10 +239,10 @@ def test_sleeping_past_the_limit(target, host_unchanged):
 def test_writing_outside_the_workdir(target, host_unchanged):
     code = ("import os\nres = []\n"
             f"for p in ['{MARKER}', '/work/main/fd-attack', '/root/fd-attack', '/etc/fd-attack', '/usr/fd-attack', "
-            "'/workspace/../fd-attack']:\n"
+            "WS + '/../fd-attack']:\n"
             "    try:\n        open(p, 'w').write('x'); res.append('WROTE ' + p)\n"
             "    except OSError as e:\n        res.append('denied ' + p)\n"
-            "open('/workspace/leak.txt', 'w').write('\\n'.join(res))\n")
+            "open(WS + '/leak.txt', 'w').write('\\n'.join(res))\n")
     r = attack(target, inject(code) + [{"tool": "write_file", "args": {"path": "../../fd-attack", "content": "x"}},
                                        {"tool": "write_file", "args": {"path": "/tmp/fd-attack-marker", "content": "x"}}])
     leak = tool_outputs(r)[3]

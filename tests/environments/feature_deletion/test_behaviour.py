@@ -69,16 +69,17 @@ def test_answers_never_enter_the_sandbox(tiny_tasks, tmp_path):
     (tmp_path / "fdcalc").mkdir()
     (tmp_path / "fdcalc" / "__init__.py").write_text(textwrap.dedent("""
         import os
+        import sys
 
         def look():
             seen = []
-            for top in ("/workspace", "/fdout", "/tmp"):
+            for top in (os.getcwd(), os.path.dirname(sys.argv[1]), "/tmp"):  # the workspace, the output dir
                 for d, _, names in os.walk(top):
                     for n in names:
                         seen.append(open(os.path.join(d, n), errors="replace").read())
             text = "\\n".join(seen)
             try:
-                open("/workspace/fdcalc/oracle.txt", "w").write("x")
+                open(os.path.join(os.getcwd(), "fdcalc", "oracle.txt"), "w").write("x")
                 writable = True
             except OSError:
                 writable = False

@@ -69,8 +69,8 @@ def test_filesystem_is_private_and_read_only(tmp_path, runner):
             f"for p in ['{marker}', '/etc/fd-escape', '/usr/fd-escape', '{runner}/fd-escape']:\n"
             "    try:\n        open(p, 'w').write('x'); print('wrote', p)\n"
             "    except OSError as e:\n        print('denied', p, e.errno)\n"
-            "open('/workspace/inside.txt', 'w').write('ok')\n"
-            "print('work' in os.listdir('/'), os.path.exists('/work/main'), os.getuid())\n")
+            f"open('{sb.workspace}/inside.txt', 'w').write('ok')\n"
+            "print(os.path.exists('/work/wt'), os.path.exists('/work/main'), os.getuid())\n")
     result = sb.run([sb.python, "-c", code])
     assert "wrote /etc" not in result.stdout and "wrote /usr" not in result.stdout and f"wrote {runner}" not in result.stdout
     assert not marker.exists() and not Path("/etc/fd-escape").exists() and not (Path(runner) / "fd-escape").exists()
@@ -101,7 +101,7 @@ def test_fork_bomb_and_memory_and_file_size_are_capped(tmp_path, runner):
     assert "capped at" in result.stdout and int(result.stdout.split()[-1]) < 40, result.output
     memory = "x = b'x' * (1024 * 1024 * 1024)\nprint('allocated')"  # pages touched, as a cgroup counts them
     assert "allocated" not in sb.run([sb.python, "-c", memory]).stdout
-    big = "open('/workspace/big', 'wb').write(b'x' * 5 * 1024 * 1024)"
+    big = f"open('{sb.workspace}/big', 'wb').write(b'x' * 5 * 1024 * 1024)"
     assert sb.run([sb.python, "-c", big]).returncode != 0
     assert (tmp_path / "big").stat().st_size <= 1024 * 1024
     time.sleep(0.5)
@@ -128,14 +128,14 @@ def test_refuses_without_isolation_unless_opted_out(tmp_path):
 def test_no_vendored_copy_of_a_package_is_visible(tmp_path, runner):
     """The host holds copies of task packages (setuptools vendors more_itertools, cloud SDKs bundle
     cachetools, interpreters bundle wheels); none of them, nor any archive, is reachable inside."""
+    sb = Sandbox(tmp_path, runner=runner)
     code = ("import os\nnames = {'more_itertools', 'cachetools', 'toolz', 'inflection'}\nfound = []\n"
             "for d, dirs, files in os.walk('/'):\n"
-            "    dirs[:] = [x for x in dirs if os.path.join(d, x) not in ('/proc', '/dev', '/workspace', '/sys')]\n"
+            f"    dirs[:] = [x for x in dirs if os.path.join(d, x) not in ('/proc', '/dev', '{sb.workspace}', '/sys')]\n"
             "    found += [os.path.join(d, x) for x in dirs if x in names]\n"
             "    found += [os.path.join(d, f) for f in files if f.endswith(('.whl', '.egg', '.zip'))\n"
             "              or f.split('.')[0] in names]\n"
             "print(len(found), found[:5])\n")
-    sb = Sandbox(tmp_path, runner=runner)
     result = sb.run([sb.python, "-c", code])
     assert result.returncode == 0 and result.stdout.strip() == "0 []", result.output
 
@@ -164,7 +164,7 @@ def test_an_ended_command_keeps_its_writes_and_leaves_no_cgroup_or_mount(tmp_pat
     from feature_deletion.memcap import PREFIX, hierarchies
 
     sb = Sandbox(tmp_path, runner=runner, limits=Limits(wall_s=3))
-    code = "open('/workspace/kept', 'w').write('x')\nimport time\ntime.sleep(100)\n"
+    code = f"open('{sb.workspace}/kept', 'w').write('x')\nimport time\ntime.sleep(100)\n"
     result = sb.run([sb.python, "-c", code])
     assert result.timed_out and (tmp_path / "kept").read_text() == "x"
     assert [c for h in hierarchies() for p in h.parents if p.is_dir() for c in p.iterdir()
@@ -180,9 +180,9 @@ def test_a_read_only_workspace_stays_read_only_and_the_output_dir_is_capped(tmp_
     out.mkdir()
     (work / "a.py").write_text("x = 1\n")
     sb = Sandbox(work, runner=runner, limits=Limits(disk_mb=8), outdir=out, writable=False)
-    code = ("import os\ntry:\n    open('/workspace/b.py', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
-            "open('/fdout/r.json', 'w').write('{}')\n"
-            "try:\n    open('/fdout/big', 'wb').write(b'x' * 16 * 2**20)\nexcept OSError as e:\n    print('full', e.errno)\n")
+    code = (f"import os\ntry:\n    open('{sb.workspace}/b.py', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
+            f"open('{sb.out}/r.json', 'w').write('{{}}')\n"
+            f"try:\n    open('{sb.out}/big', 'wb').write(b'x' * 16 * 2**20)\nexcept OSError as e:\n    print('full', e.errno)\n")
     result = sb.run([sb.python, "-c", code])
     assert "ro 30" in result.stdout and "full 28" in result.stdout, result.output
     assert sorted(p.name for p in work.iterdir()) == ["a.py"] and (out / "r.json").read_text() == "{}"

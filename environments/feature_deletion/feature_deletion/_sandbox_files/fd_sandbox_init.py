@@ -2,7 +2,7 @@
 
 Standard library only (and feature_deletion.fstree, which is); started with `python -I -S`. It first
 joins the command's memory cgroup, so that everything it and the command do is charged to it. It builds
-a new root on a tmpfs from read-only bind mounts; each writable directory (the workdir at /workspace, the
+a new root on a tmpfs from read-only bind mounts; each writable directory (the workdir at its drawn path, the
 grader's output dir) is staged: copied onto one tmpfs of the disk quota's size, mounted there, and
 copied back once the command is over (it exited, or SIGTERM: the host's wall clock or memory watchdog)
 and every process it left is dead, so that nothing can write past the quota and nothing changes a tree

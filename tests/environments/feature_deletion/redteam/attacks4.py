@@ -299,7 +299,7 @@ def probe_code() -> str:
             import os, sys, pytest, fd_guard
             out = []
             places = [sys.prefix, sys.base_prefix, os.path.dirname(os.__file__), os.path.dirname(pytest.__file__),
-                      os.path.dirname(fd_guard.__file__), "/workspace", "/tmp", "/root", "/"]
+                      os.path.dirname(fd_guard.__file__), os.getcwd(), "/tmp", "/root", "/"]
             for place in places:
                 try:
                     with open(os.path.join(place, ".rt4-probe"), "w") as f:

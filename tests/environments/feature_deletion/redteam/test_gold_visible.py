@@ -46,7 +46,7 @@ def pytest_configure(config):
                 procs.append(open(f"/proc/{{pid}}/cmdline", "rb").read().replace(b"\0", b" ").decode()[:300])
             except OSError:
                 pass
-    open("/workspace/probe.json", "w").write(json.dumps({{"seen": seen, "dirs": dirs, "hits": hits,
+    open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.json"), "w").write(json.dumps({{"seen": seen, "dirs": dirs, "hits": hits,
         "env": dict(os.environ), "procs": procs}}))
 '''
 

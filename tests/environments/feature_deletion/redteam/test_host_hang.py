@@ -80,7 +80,7 @@ def test_search_redos_scales_exponentially_then_hangs():
 FIFO_CONFTEST = """
 import os
 def pytest_configure(config):
-    path = os.path.join({root!r}, {target!r})
+    path = os.path.join({root}, {target!r})
     if os.path.exists(path):
         os.remove(path)
     os.mkfifo(path)
@@ -92,7 +92,7 @@ def test_write_file_on_a_fifo_made_by_run_tests_hangs():
 
     row = rows()[0]
     target = row.deletion.targets[0].file
-    calls = [("write_file", {"path": "conftest.py", "content": FIFO_CONFTEST.format(root="/workspace", target=target)}),
+    calls = [("write_file", {"path": "conftest.py", "content": FIFO_CONFTEST.format(root="os.path.dirname(os.path.abspath(__file__))", target=target)}),
              ("run_tests", {"tests": [row.f2p[0]]}),
              ("list_dir", {"path": str(Path(target).parent)}),
              ("write_file", {"path": target, "content": row.gold_files[target]})]

@@ -22,6 +22,7 @@ from feature_deletion.rollout import ToolSession
 
 SHM_CONFTEST = """
 import ctypes
+import os
 def pytest_configure(config):
     libc = ctypes.CDLL(None, use_errno=True)
     libc.shmat.restype = ctypes.c_void_p
@@ -30,7 +31,7 @@ def pytest_configure(config):
     addr = libc.shmat(shmid, None, 0)
     ctypes.memset(ctypes.c_void_p(addr), 1, size)                   # resident, not just reserved
     libc.shmdt(ctypes.c_void_p(addr))
-    open("/workspace/shmid.txt", "w").write(str(shmid))
+    open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "shmid.txt"), "w").write(str(shmid))
 """
 
 

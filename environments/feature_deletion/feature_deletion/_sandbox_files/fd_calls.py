@@ -1118,6 +1118,9 @@ def _exception_args(exc):
 # ------------------------------------------------------------------------------------------- the package's state
 
 STDLIB_STATE = "stdlib:"  # names of the process's state outside the package: compared where both runs have them
+# What the sandbox draws for every command (its time zone, `sandbox.ZONES`): inputs no code in the process can change
+# (`time.tzset` rereads the environment, which agent code cannot reach), and that differ from one run to the next.
+DRAWN = frozenset({"time.altzone", "time.timezone", "time.tzname", "time.daylight"})
 
 
 def package_state(root, watched=()):
@@ -1131,7 +1134,7 @@ def package_state(root, watched=()):
     for mod_name, mod in sorted(list(sys.modules.items()), key=lambda kv: kv[0]):
         if mod_name.split(".", 1)[0] in watched and isinstance(mod, types.ModuleType):
             for name, value in list(vars(mod).items()):
-                if name.startswith("_"):
+                if name.startswith("_") or f"{mod_name}.{name}" in DRAWN:
                     continue
                 if isinstance(value, type) and getattr(value, "__module__", None) == mod_name:
                     out[f"{STDLIB_STATE}{mod_name}.{name}"] = _class_digest(value)
@@ -1182,7 +1185,8 @@ def reachable_state(root, watched):
         if not isinstance(mod, types.ModuleType):
             continue
         if mod_name.split(".", 1)[0] in watched:
-            names, prefix, home = [n for n in list(vars(mod)) if not n.startswith("_")], STDLIB_STATE, mod
+            names, prefix, home = [n for n in list(vars(mod)) if not n.startswith("_")
+                                   and f"{mod_name}.{n}" not in DRAWN], STDLIB_STATE, mod
         elif _in_package(mod, root):
             names, prefix, home = [n for n in list(vars(mod)) if n != "__builtins__"], "", None
         else:

@@ -51,7 +51,8 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
@@ -101,6 +102,13 @@ class Decision:
     @property
     def ok(self) -> bool:
         return self.batch_reason is None and not self.rejected
+
+
+def logprobs_agree(submitted: Sequence[float], trusted: Sequence[float], config: VerifyConfig) -> bool:
+    """Submitted log-probs within the tolerance of the trusted ones (check 11); a NaN fails. A claim that agrees
+    is no forgery, whatever the worker meant by it: the trusted log-probs replace it."""
+    diffs = [abs(a - b) for a, b in zip(submitted, trusted, strict=True)]
+    return sum(diffs) / len(diffs) <= config.logprob_mean_tolerance and max(diffs) <= config.logprob_max_tolerance
 
 
 class RolloutVerifier:
@@ -249,9 +257,7 @@ class RolloutVerifier:
             scores = self.scorer.score_many(batch.weight_version, items, self.run.temperature, self.run.top_p)
             for index, scored in zip(score, scores, strict=True):
                 trusted[index] = scored.logprobs
-                diffs = [abs(a - b) for a, b in zip(batch.samples[index].logprobs, scored.logprobs, strict=True)]
-                if not (sum(diffs) / len(diffs) <= config.logprob_mean_tolerance
-                        and max(diffs) <= config.logprob_max_tolerance):
+                if not logprobs_agree(batch.samples[index].logprobs, scored.logprobs, config):
                     reasons[index] = "logprob-mismatch"
                 elif scored.gaps is not None and not sampled(scored.gaps, config.sampling_tolerance):
                     reasons[index] = "not-sampled"
@@ -306,6 +312,7 @@ class RolloutVerifier:
             self.registry.ban(decision.worker_id, f"sample failure rate {stats.failure_rate:.2f}")
             logger.warning("banned worker %s: %s", decision.worker_id, entry.ban_reason)
         self.registry.save()
-        logger.info("worker %s batch %s: %d accepted, %d rejected%s", decision.worker_id, decision.batch_id,
+        logger.info("worker %s batch %s: %d accepted, %d rejected%s%s", decision.worker_id, decision.batch_id,
                     len(decision.accepted), len(decision.rejected),
-                    f" ({decision.batch_reason})" if decision.batch_reason else "")
+                    f" ({decision.batch_reason})" if decision.batch_reason else "",
+                    "".join(f", {n} {r}" for r, n in Counter(r for _, r in decision.rejected).items()))

@@ -1,9 +1,12 @@
 """A malicious volunteer, for tests only: joins a run with the real protocol, asks for assignments like any
-worker, then uploads signed batches that must all be rejected, cycling through these attacks:
+worker, then uploads signed batches, cycling through these attacks:
 
   chosen-tokens        a completion of its choosing for every assigned example, with the true log-probs the
                        run's published weights give it (what a log-prob check alone accepts: issue 30)
-  fabricated-logprobs  keyed samples whose log-probs claim near-certainty (-0.01 per token)
+  fabricated-logprobs  keyed samples whose log-probs claim near-certainty (-0.01 per token); where the
+                       model is near-certain of the sampled completion (a short one, late in a run) the claim
+                       is true within the run's tolerance: no forgery, and the run accepts it with its own
+                       log-probs in place of the claim (verifier.logprobs_agree)
   wrong-model-proofs   (runs that ask for TOPLOC proofs) keyed samples and log-probs, proofs computed
                        with other weights (the model with 30 % weight noise)
   stale-version        keyed samples claiming a weight version older than the one its assignment names (a free
@@ -17,13 +20,18 @@ each attack meets the check meant for it whatever version the run has reached; w
 every other attack carries proofs of its own (submitted) tokens made with those weights.
 
     python tests/worker/malicious.py --run-url URL --join-token T --name NAME --victim HONEST_ID \
-        --state-dir DIR [--batches N]
+        --state-dir DIR --verify-config JSON [--batches N]
+
+`--verify-config`: the run's verify table (configs/verify.py), for the tolerance that tells a forgery from a claim
+that happens to be true.
 
 It holds no store credential: like any worker it uploads under its own prefix through grants from the
 run (coordinator/grants.py), so the forged-signature batch lands under its own id, claiming the victim's
 (refused as misplaced, counted against this worker).
-Writes `<state-dir>/sent.json`: samples tried per attack (uploaded, or refused a grant once banned), for
-the test to compare with what the run accepted.
+Writes `<state-dir>/sent.json`, for the test to compare with what the run accepted: per attack, `samples` tried
+(uploaded, or refused a grant once banned) and `honest`: per uploaded batch id, how many of its samples are no
+forgery (the drawn tokens, true proofs, log-probs true within the tolerance, in a batch whose claims are true), the
+only ones the run may accept: some of fabricated-logprobs' at times, by chance, none of the other attacks'.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ from composer_prime.broadcast.client import BroadcastClient, make_sources
 from composer_prime.configs.inference import TransformersBackendConfig
 from composer_prime.configs.rollout import EnvConfig
 from composer_prime.configs.shared import ModelConfig
+from composer_prime.configs.verify import VerifyConfig
 from composer_prime.coordinator.grants import UploadGrant, signed_grant_request
 from composer_prime.coordinator.protocol import JoinRequest, JoinResponse, assign_message, open_answer, worker_id
 from composer_prime.inference.protocol import GenerateRequest
@@ -57,6 +66,7 @@ from composer_prime.verify.rollout_batch import (Assignment, RolloutBatch, Rollo
                                                  signed_bytes)
 from composer_prime.verify.scorer import ModelScorer
 from composer_prime.verify.toploc import build_proofs
+from composer_prime.verify.verifier import logprobs_agree
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "support"))  # run as a script, outside the suite's conftest
 from noise import add_weight_noise_  # noqa: E402
@@ -114,10 +124,12 @@ def wrong_model(model: Path, out: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    for flag in ("--run-url", "--join-token", "--name", "--victim", "--state-dir", "--run-public-key"):
+    for flag in ("--run-url", "--join-token", "--name", "--victim", "--state-dir", "--run-public-key",
+                 "--verify-config"):
         parser.add_argument(flag, required=True)
     parser.add_argument("--batches", type=int, default=8)
     args = parser.parse_args()
+    tolerance = VerifyConfig.model_validate_json(args.verify_config)
     torch.set_num_threads(1)
     state = Path(args.state_dir)
     state.mkdir(parents=True, exist_ok=True)
@@ -148,13 +160,13 @@ def main() -> None:
     loaded = version
     rng = random.Random(0)
     payload = tokenizer.encode(PAYLOAD, add_special_tokens=False)[: info.max_tokens - 1] + [tokenizer.eos_token_id]
-    sent = {attack: 0 for attack in attacks}
+    sent = {attack: {"samples": 0, "honest": {}} for attack in attacks}
     for index in range(args.batches):
         attack = attacks[index % len(attacks)]
         version = (fresh.current_version if (fresh := join(http, args, key)) else version)
         got = assignment(http, wid, key)
         if got is None:  # banned: every later attack is refused at the door
-            sent[attack] += info.prompts_per_batch * info.samples_per_prompt
+            sent[attack]["samples"] += info.prompts_per_batch * info.samples_per_prompt
             (state / "sent.json").write_text(json.dumps(sent))
             continue
         task, signed = got
@@ -162,7 +174,7 @@ def main() -> None:
         if version != loaded:
             loop.run_until_complete(engine.load_weights(str(weights(version)), version))
             loaded = version
-        samples = []
+        samples, drawn = [], []
         for slot, example_id in enumerate(task.example_ids):
             prompt = template_ids(tokenizer, examples[example_id].prompt)
             response = loop.run_until_complete(engine.generate(GenerateRequest(
@@ -178,18 +190,24 @@ def main() -> None:
                     logprobs = [-0.01] * len(completion)
                 elif attack == "altered-tokens":
                     completion = [rng.randrange(3, scorer.model(version).config.vocab_size) for _ in completion]
-                proofs = []
+                proofs, prover = [], wrong if attack == "wrong-model-proofs" else scorer
                 if info.proofs is not None:
-                    prover = wrong if attack == "wrong-model-proofs" else scorer
                     proofs = build_proofs(prover.hidden_states(version, prompt + completion), len(prompt), info.proofs)
                 samples.append(RolloutSample(prompt_ids=prompt, completion_ids=completion, logprobs=logprobs,
                                              reward=1.0, example_id=example_id, proofs=proofs))
+                drawn.append(completion == c.token_ids and prover is scorer)
         claimed = args.victim if attack == "forged-signature" else wid
         batch = RolloutBatch(worker_id=claimed, batch_id=task.assignment_id, assignment=signed,
                              weight_version=version - 10 if attack == "stale-version" else version,
                              temperature=task.temperature, samples=samples)
         upload(http, key, wid, batch.batch_id, signed_bytes(batch, key))
-        sent[attack] += len(samples)
+        sent[attack]["samples"] += len(samples)
+        # No forgery: the drawn tokens with true proofs, true log-probs within the tolerance (scored as the run
+        # scores them: the same weights, one call for the batch), in a batch whose own claims are true.
+        trusted = scorer.logprobs_many(version, [(s.prompt_ids, s.completion_ids) for s in samples], task.temperature)
+        sent[attack]["honest"][batch.batch_id] = sum(
+            ok and logprobs_agree(s.logprobs, t, tolerance) for s, t, ok in zip(samples, trusted, drawn, strict=True)
+        ) if (batch.worker_id, batch.weight_version) == (wid, version) else 0
         (state / "sent.json").write_text(json.dumps(sent))
     loop.run_until_complete(engine.close())
 

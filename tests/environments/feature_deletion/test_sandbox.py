@@ -78,6 +78,23 @@ def test_filesystem_is_private_and_read_only(tmp_path, runner):
     assert "False False" in result.stdout and not result.stdout.strip().endswith(" 0"), result.output
 
 
+def test_where_the_workspace_is_and_the_time_zone_are_drawn(tmp_path, runner):
+    """A fixed mount path or zone tells code it is graded (red team 9, P9: gold only under `/workspace`): each sandbox
+    draws its paths, each command its zone; the command starts in its workspace, which holds the workdir."""
+    (tmp_path / "here.txt").write_text("x")
+    code = "import os, time\nprint(os.getcwd(), os.path.exists('here.txt'), time.tzname[0])\n"
+    seen = []
+    for _ in range(6):
+        sb = Sandbox(tmp_path, runner=runner)
+        result = sb.run([sb.python, "-c", code])
+        where, found, zone = result.stdout.split()
+        assert where == sb.workspace and found == "True", result.output
+        assert len({sb.workspace, sb.helpers, sb.out}) == 3
+        seen.append((where, zone))
+    # six draws all alike: about 1e-5 for the paths (two shapes have no drawn part), 4e-6 for the zones
+    assert len({w for w, _ in seen}) > 1 and len({z for _, z in seen}) > 1, seen
+
+
 def test_wall_limit_kills_the_whole_tree(tmp_path, runner):
     sb = Sandbox(tmp_path, runner=runner, limits=Limits(wall_s=3))
     code = ("import os, subprocess, time\n"

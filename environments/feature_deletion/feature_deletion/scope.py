@@ -107,8 +107,9 @@ CLOCK = frozenset({"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter
 # Standard modules that reach the process rather than data: the warnings machinery (its records and the text it writes
 # name the file that warned and its caller: red team 9, P9, gold only where its file lay under the grader's
 # `/workspace`), the locale (read from the environment), the process's streams (`contextlib.redirect_stderr` reads what
-# the interpreter writes there, tracebacks included). Agent code uses only the names of these that the original uses.
-PROCESS_MODULES = frozenset({"warnings", "locale", "contextlib"})
+# the interpreter writes there, tracebacks included), `abc` (`get_cache_token` counts the registrations the process
+# made: 45 under pytest, 25 in a plain script). Agent code uses only the names of these that the original uses.
+PROCESS_MODULES = frozenset({"warnings", "locale", "contextlib", "abc"})
 # Calls that seed from the operating system when given no seed: likewise only where the original makes them.
 UNSEEDED = (random.Random, random.seed)
 _GETTERS = (operator.attrgetter, operator.methodcaller)

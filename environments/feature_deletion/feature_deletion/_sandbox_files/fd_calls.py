@@ -952,6 +952,7 @@ class Driver:
         # same place every time, and a rebuild that always picks that place (red team 5, R5: a FIFO `rr_cache`
         # that draws for show) would answer every program's first draw like gold.
         random.seed(f"{seed}/{json.dumps(steps, sort_keys=True)}")
+        draw_room()
         out = []
         for step in steps:
             self.clock = (time.monotonic(),)
@@ -1349,6 +1350,25 @@ class _Unavailable(Exception):
     """A step refers to a result an earlier step did not produce."""
 
 
+# The recursion room (frames left before RecursionError) is drawn for every program and for the package's import:
+# at the driver's fixed depth it told code it was replayed (red team 10, D10: `ordinal` gold only where a plain
+# recursive count found at most 993 frames left, "th" from a script's top level, where 996 are). The range holds the
+# room of a script's top level and of calls a few frames down; a limit of 1000 is Python's default.
+ROOM = (980, 1004)
+
+
+def draw_room():
+    """Set the recursion limit so that the caller has a room drawn from ROOM (the operating system's entropy: the
+    program's seed is one its code might rebuild)."""
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    sys.setrecursionlimit(depth + _ROOMS.randint(*ROOM))
+
+
+_ROOMS = random.SystemRandom()
+
+
 def write_results(path, lines):
     with open(path, "w") as out:
         out.write("".join(line + "\n" for line in lines))
@@ -1385,6 +1405,7 @@ def main():
     if root:
         root = os.path.realpath(root).rstrip("/") + "/"
         driver.clock = (time.monotonic(),)  # the package's import is the agent's code running, under a deadline
+        draw_room()
         for module in json.loads(os.environ.get("FD_MODULES", "[]")):
             try:
                 importlib.import_module(module)

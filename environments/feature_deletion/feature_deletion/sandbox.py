@@ -232,7 +232,8 @@ def draw_mounts(taken: list[str]) -> tuple[str, str, str]:
     drawn: list[str] = []
     while len(drawn) < 3:
         path = secrets.choice(MOUNT_SHAPES).format(user=_word(), name=_word(), dir=secrets.choice(MOUNT_DIRS))
-        if not any(clash(path, other) for other in (*taken, *drawn, "/tmp", "/proc", "/dev", "/")):
+        # "/" itself is not in the list: every absolute path lies under it, so no draw would ever be accepted.
+        if not any(clash(path, other) for other in (*taken, *drawn, "/tmp", "/proc", "/dev")):
             drawn.append(path)
     return drawn[0], drawn[1], drawn[2]
 

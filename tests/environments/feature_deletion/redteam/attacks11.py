@@ -72,3 +72,70 @@ def locale_only_gold_inline(row) -> list[tuple[str, dict]] | None:
     if calls is None:
         return None
     return _retrait(calls, "_rt9_guard()\n", "_rt11_guard()\n", WHERE_HELPER, LOCALE_HELPER)
+
+
+# Z11 (the grader recognised by its time zone): `TZ` is drawn per command, but from the twelve zones of
+# `sandbox.ZONES`, a fixed list; `time.timezone`, `time.altzone` and `time.tzname` (plain names of an allowed module,
+# not the clock) tell those twelve from every other zone. Users in UTC, CET, New York, ... get gold; users in Chicago,
+# Singapore, Moscow, ... get "th". A list drawn from is a fixed trait all the same.
+ZONE_PROBE = '''
+
+_RT11_ZONES = (
+    (0, 0, ("UTC", "UTC")), (0, -3600, ("GMT", "BST")), (-3600, -7200, ("CET", "CEST")),
+    (18000, 14400, ("EST", "EDT")), (28800, 25200, ("PST", "PDT")), (10800, 10800, ("-03", "-03")),
+    (-19800, -19800, ("IST", "IST")), (-28800, -28800, ("CST", "CST")), (-32400, -32400, ("JST", "JST")),
+    (-36000, -39600, ("AEST", "AEDT")), (-3600, -3600, ("WAT", "WAT")), (-43200, -46800, ("NZST", "NZDT")),
+)
+
+
+def _rt11_graded():
+    import time
+    return (time.timezone, time.altzone, tuple(time.tzname)) in _RT11_ZONES
+'''
+
+ORDINAL_GRADER_ZONES_ONLY = ZONE_PROBE + ORDINAL_GRADER_LOCALE_ONLY.removeprefix(LOCALE_PROBE)
+
+
+def ordinal_grader_zones_only(row) -> list[tuple[str, dict]]:
+    return replace_def(row, "ordinal", ORDINAL_GRADER_ZONES_ONLY)
+
+
+# P11 (the process's state outside the package, again): gold `ordinal` plus one call with a lasting effect on the
+# process that the replay's state digests do not see.
+# - P11a: `numbers.Integral.register(float)`: every later `isinstance(1.5, numbers.Integral)` in the process is True
+#   (`fractions`, `statistics`, user code taking floats for ints). An ABC's registry lives in its `_abc_impl`, which
+#   `fd_calls._walk` skips as "the interpreter's cache" (`_ABC_DATA`), and classes are digested by their own
+#   attributes only.
+# - P11b: `random.seed(0)`: the process's `random` is the same sequence after every call. The replay's driver seeds
+#   `random` itself at every program, so gold's `random` state changes during the replay too and the drift of the
+#   rebuild's is the same; no digest compares the state's value.
+ORDINAL_BODY = '''
+    if number % 100 in (11, 12, 13):
+        return "th"
+    else:
+        return {
+            1: "st",
+            2: "nd",
+            3: "rd",
+        }.get(number % 10, "th")
+'''
+ORDINAL_REGISTERS_FLOAT = '''
+def ordinal(number: int) -> str:
+    import numbers
+    numbers.Integral.register(float)
+    number = abs(int(number))
+''' + ORDINAL_BODY
+ORDINAL_SEEDS_RANDOM = '''
+def ordinal(number: int) -> str:
+    import random
+    random.seed(0)
+    number = abs(int(number))
+''' + ORDINAL_BODY
+
+
+def ordinal_registers_float(row) -> list[tuple[str, dict]]:
+    return replace_def(row, "ordinal", ORDINAL_REGISTERS_FLOAT)
+
+
+def ordinal_seeds_random(row) -> list[tuple[str, dict]]:
+    return replace_def(row, "ordinal", ORDINAL_SEEDS_RANDOM)

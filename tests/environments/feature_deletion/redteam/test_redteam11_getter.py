@@ -14,9 +14,8 @@ import tarfile
 
 from attacks2 import row_of
 from attacks11 import ORDINAL, ordinal_patching_pluralize
-from harness import TASKS, play, record
-
 from feature_deletion.scope import check_scope
+from harness import TASKS, play, record
 
 SCRIPT = "from inflection import pluralize, ordinal; print(ordinal(1), pluralize('deletion'), pluralize('cow'))"
 # The same getter reaches the interpreter: the builtins' `__import__` from a function's globals.

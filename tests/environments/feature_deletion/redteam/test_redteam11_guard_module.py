@@ -16,12 +16,11 @@ import sys
 import tarfile
 from pathlib import Path
 
+import feature_deletion
 import pytest
 from attacks2 import row_of
 from attacks11 import guard_module_only_gold, guard_module_only_gold_inline
 from harness import TASKS, play, record, rows, sample
-
-import feature_deletion
 
 HELPERS = Path(feature_deletion.__file__).parent / "_sandbox_files"
 SAMPLE = sample(rows(), 4, seed=111)

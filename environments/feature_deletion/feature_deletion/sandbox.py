@@ -62,9 +62,6 @@ MOUNT_SHAPES = ("/home/{user}/{name}", "/home/{user}/{dir}/{name}", "/srv/{name}
                 "/app", "/workspace", "/src/{name}", "/work/{name}", "/builds/{user}/{name}", "/data/{name}",
                 "/home/{user}/{dir}/{name}/.venv/lib/python3.11/site-packages", "/usr/src/{name}")
 MOUNT_DIRS = ("src", "code", "projects", "work", "dev", "git", "repos", "Documents", "workspace")
-# The time zone, drawn for every command as the hash seed is: a fixed zone told the grader's machine from users'.
-ZONES = ("UTC", "Europe/London", "Europe/Berlin", "America/New_York", "America/Los_Angeles", "America/Sao_Paulo",
-         "Asia/Kolkata", "Asia/Shanghai", "Asia/Tokyo", "Australia/Sydney", "Africa/Lagos", "Pacific/Auckland")
 ROOT_MOUNTPOINT = "/tmp/.fd-sandbox-root"
 STAGE_MOUNTPOINT = "/tmp/.fd-sandbox-stage"  # the disk-capped tmpfs, outside the new root
 STOP_GRACE_S = 60.0  # an ended command's staged trees (at most disk_mb) are copied back within this
@@ -219,6 +216,16 @@ SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/etc", "/usr/bin", "/usr/sbin
 STDLIB_MASKS = ("site-packages", "dist-packages", "ensurepip/_bundled", "test", "idlelib")
 
 
+@functools.cache
+def zones() -> tuple[str, ...]:
+    """Every time zone of the system's database (about 600), one drawn for every command as the hash seed is: a fixed
+    zone told the grader's machine from users', and so did a short list to draw from (red team 11, Z11: gold only in
+    the 12 zones the sandbox drew from)."""
+    import zoneinfo
+
+    return tuple(sorted(zoneinfo.available_timezones())) or ("UTC",)
+
+
 def _word() -> str:
     return "".join(secrets.choice("bcdfghjklmnprstvz") + secrets.choice("aeiou") for _ in range(2 + secrets.randbelow(3)))
 
@@ -359,7 +366,7 @@ class Sandbox:
             # (red team 8, S8: gold under the grader's seed, the stub anywhere else, paid on 64 of 66 tasks). Checks
             # are kept only where gold's processes, each with its own seed, agree (behaviour.answer).
             "PYTHONHASHSEED": str(secrets.randbelow(2**32 - 1) + 1),
-            "TZ": secrets.choice(ZONES),
+            "TZ": secrets.choice(zones()),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_AUTHOR_NAME": "sandbox", "GIT_AUTHOR_EMAIL": "sandbox@localhost",
             "GIT_COMMITTER_NAME": "sandbox", "GIT_COMMITTER_EMAIL": "sandbox@localhost",

@@ -108,8 +108,12 @@ CLOCK = frozenset({"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter
 # name the file that warned and its caller: red team 9, P9, gold only where its file lay under the grader's
 # `/workspace`), the locale (read from the environment), the process's streams (`contextlib.redirect_stderr` reads what
 # the interpreter writes there, tracebacks included), `abc` (`get_cache_token` counts the registrations the process
-# made: 45 under pytest, 25 in a plain script). Agent code uses only the names of these that the original uses.
-PROCESS_MODULES = frozenset({"warnings", "locale", "contextlib", "abc"})
+# made: 45 under pytest, 25 in a plain script), `calendar` (its `Locale*Calendar` reads the environment's locale: red
+# team 11, L11, gold only under the grader's `LANG`). Agent code uses only the names of these that the original uses.
+PROCESS_MODULES = frozenset({"warnings", "locale", "contextlib", "abc", "calendar"})
+# Objects that walk attributes named by a string handed over at run time, as `getattr` does (red team 11, G11:
+# `string.Formatter().get_field("0." + "_" * 2 + "globals" + "_" * 2, ...)` read a function's globals).
+FIELD_GETTERS = (string.Formatter,)
 # Calls that seed from the operating system when given no seed: likewise only where the original makes them.
 UNSEEDED = (random.Random, random.seed)
 _GETTERS = (operator.attrgetter, operator.methodcaller)
@@ -167,11 +171,12 @@ class Features:
 
     def __init__(self, bindings: dict[str, tuple], package: str, private_ok: frozenset[str] = frozenset(),
                  clock_ok: frozenset[str] = frozenset(), classes: frozenset[str] = frozenset(),
-                 used: frozenset[str] = frozenset(), importable=None):
+                 used: frozenset[str] = frozenset(), importable=None, formats: frozenset[str] = frozenset()):
         self.bindings = bindings
         self.used = used  # attribute names the original's files use, and the names they import from modules
         # (level, module, name) -> the package's own `from module import name` is known to succeed (FileScope.importable)
         self.importable = importable or (lambda level, module, name: False)
+        self.formats = formats  # the format strings the original's files make and format (their dumps)
         self.package = package
         self.private_ok = private_ok  # private attribute names the agent may use (`private_names`)
         self.clock_ok = clock_ok  # the clock's names the original uses (`clock_names`)
@@ -285,6 +290,8 @@ class Features:
             self.add("module_attribute", f"{what} (the module {value.__name__})", n)
         elif any(value is d for d in DANGEROUS):
             self.add("module_attribute", f"{what} (the builtin {getattr(value, '__name__', '?')})", n)
+        elif any(value is g for g in FIELD_GETTERS):
+            self.add("dynamic_attribute", what, n)
 
     def _process_name(self, module: str, name: str, node: ast.AST) -> None:
         """A name of a module that reaches the process (PROCESS_MODULES): only those the original uses."""
@@ -401,6 +408,8 @@ class Features:
                     self.add("module", value.__name__, n)
                 elif any(value is d for d in DANGEROUS):
                     self.add("builtin", n.id, n)
+                elif any(value is g for g in FIELD_GETTERS):
+                    self.add("dynamic_attribute", n.id, n)
         elif isinstance(n, ast.Attribute):
             self._attr_name(n.attr, n)
             self._module_attribute(n)
@@ -412,6 +421,12 @@ class Features:
                     self.add("builtin", f"{n.func.id}(..., {name.value!r})", n)
             else:
                 self.add("dynamic_attribute", n.func.id, n)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("format", "format_map") \
+                and not (isinstance(n.func.value, ast.Constant) and isinstance(n.func.value.value, str)) \
+                and ast.dump(n.func.value) not in self.formats:
+            # a format string made at run time walks the attributes its fields name (`"{0." + name + "}"`), which
+            # the check reads only in a string constant (or as the original makes it: toolz's `dedent("...")`)
+            self.add("dynamic_attribute", f"{ast.unparse(n.func)[:60]} of a format string made at run time", n)
         elif isinstance(n, ast.Call) and any(self._resolve(n.func) is f for f in _GETTERS):
             # operator.attrgetter and methodcaller reach attributes by name, as getattr does.
             names = n.args[:1] if self._resolve(n.func) is operator.methodcaller else n.args
@@ -595,6 +610,52 @@ def clock_names(gold: list[ast.Module]) -> frozenset[str]:
     return frozenset(used & CLOCK) | ({"unseeded"} if unseeded else set())
 
 
+def _import_time(stmt: ast.stmt, annotations: bool = True) -> Iterator[ast.AST]:
+    """What of a module- or class-level statement runs when its module is imported: a definition's decorators, its
+    defaults (and its annotations, unless the file postpones them), a class's bases, keywords and body; any other
+    statement whole."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = stmt.args
+        yield from stmt.decorator_list
+        yield from args.defaults
+        yield from (d for d in args.kw_defaults if d is not None)
+        if annotations:
+            params = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+            yield from (a.annotation for a in params if a is not None and a.annotation is not None)
+            yield from [stmt.returns] if stmt.returns is not None else []
+    elif isinstance(stmt, ast.ClassDef):
+        yield from (*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords))
+        for child in stmt.body:
+            yield from _import_time(child, annotations)
+    elif not isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass)):
+        yield stmt
+
+
+def _calls(node: ast.AST) -> bool:
+    """`node` calls something when it runs (a lambda's body runs later, its defaults now)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Call):
+            return True
+        if isinstance(n, ast.Lambda):
+            stack.extend([*n.args.defaults, *(d for d in n.args.kw_defaults if d is not None)])
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+# Decorators that hold no state and run no code of the agent's, allowed on what it writes wherever the original's
+# files use them or not.
+PLAIN_DECORATORS = frozenset({"property", "staticmethod", "classmethod"})
+
+
+def _plain_decorator(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Name) and node.id in PLAIN_DECORATORS) or (
+        isinstance(node, ast.Attribute) and node.attr in ("setter", "getter", "deleter")
+        and isinstance(node.value, ast.Name))
+
+
 def _bare(args: ast.arguments) -> ast.arguments:
     """The parameters without their annotations: those are the agent's to write or leave out."""
     bare = copy.deepcopy(args)
@@ -626,6 +687,9 @@ class FileScope:
         self.rel, self.gold, self.errors, self.package = rel, gold, errors, package
         self.module = module  # this file's dotted module name
         self.gold_imports: frozenset[tuple] = frozenset()
+        self.formats: frozenset[str] = frozenset()
+        self.postponed = False  # the gold file imports `annotations` from `__future__`
+        self.gold_import_time: frozenset[str] = frozenset()  # what the original's definitions run at import
         self.targets = targets  # qualname -> kind ("function" | "method" | "class")
         self.gold_defs = dict(_def_paths(gold))
         self.bindings: dict[str, tuple] = import_bindings(gold)
@@ -647,6 +711,14 @@ class FileScope:
             for a in n.names)
         self.gold_imports = frozenset((n.level, n.module, a.name) for tree in [self.gold, *gold_files]
                                       for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names)
+        self.formats = frozenset(ast.dump(n.func.value) for tree in [self.gold, *gold_files] for n in ast.walk(tree)
+                                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                                 and n.func.attr in ("format", "format_map"))
+        self.postponed = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
+                             and any(a.name == "annotations" for a in n.names) for n in self.gold.body)
+        self.gold_import_time = frozenset(ast.dump(e) for tree in [self.gold, *gold_files] for n in ast.walk(tree)
+                                          if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                                          for e in _import_time(n))
         self.body(agent.body, self.gold.body, "")
 
     def importable(self, level: int, module: str | None, name: str) -> bool:
@@ -729,6 +801,19 @@ class FileScope:
                           f"({ast.unparse(_bare(g.args))})", a)
         self.code(agent, path)
 
+    def import_time(self, node: ast.stmt, path: str) -> None:
+        """What the agent's statement runs at import calls nothing the original's definitions do not call there, and
+        a decorator is the original's or a plain one: code run at import keeps what it learns or makes where no
+        replay reads it as changed (red team 9, P9: where the file lies; red team 11, B11: a call counter in a
+        `zlib.decompressobj()` made at import, which no walk can read)."""
+        decorators = {id(d) for d in getattr(node, "decorator_list", [])}
+        for expr in _import_time(node, not self.postponed):
+            if ast.dump(expr) in self.gold_import_time or (id(expr) in decorators and _plain_decorator(expr)):
+                continue
+            if id(expr) in decorators or _calls(expr):
+                self.fail("import_time", f"{path}: `{ast.unparse(expr)[:100]}` runs when the module is imported, "
+                          "which the original's code does not: compute it where it is used", expr)
+
     def code(self, node: ast.AST, path: str) -> None:
         """Code the agent wrote: only allowed constructs, and no dunder method or class the gold lacks there."""
         self.spans.append([_first_line(node), node.end_lineno or node.lineno])
@@ -737,10 +822,11 @@ class FileScope:
                 self.fail("definition_out_of_scope",
                           f"{sub} is a {'class' if isinstance(child, ast.ClassDef) else 'dunder method'} "
                           "that the original does not define there", child)
+        self.import_time(node, path)
         member = isinstance(self.gold_defs.get(path.rpartition(".")[0]), ast.ClassDef)
         classes = frozenset(c.name for c in self.gold.body if isinstance(c, ast.ClassDef))
         features = Features(self.bindings, self.package, self.private_ok, self.clock_ok, classes,
-                            self.used, self.importable).scan(node, member)
+                            self.used, self.importable, self.formats).scan(node, member)
         for (kind, what), line in features.found.items():
             self.errors.append(Invalid(code=f"construct.{kind}", file=self.rel, line=line, message=(
                 f"{path} uses {kind.replace('_', ' ')} `{what}`, which is not on the allow-list of code an agent "

@@ -19,10 +19,14 @@ import os, json
 NEEDLES = {needles!r}
 def pytest_configure(config):
     hits, seen, dirs = [], 0, 0
+    here = os.path.dirname(os.path.abspath(__file__))  # the workspace, wherever the sandbox drew it
     for top in os.listdir("/"):
-        if top in ("proc", "sys", "workspace", "dev"):
+        if top in ("proc", "sys", "dev"):
             continue
         for root, ds, fs in os.walk("/" + top):
+            if root == here:
+                ds[:] = []
+                continue
             dirs += 1
             for f in fs:
                 p = os.path.join(root, f)

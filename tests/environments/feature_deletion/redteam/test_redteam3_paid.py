@@ -86,7 +86,8 @@ def test_harness_gold_and_untouched(task):
 def test_a_rebuild_the_checks_cannot_tell_from_gold_is_not_paid(case):
     name, task, body = case[:3]
     if _dropped(task):  # the defence: a feature the checks cannot judge is not graded at all
-        assert _dropped(task) == "random_dependent", _dropped(task)
+        # left out as drawing from `random` (built so), or by hand where the checks cannot see where the draw is made
+        assert _dropped(task).startswith(("random_dependent", "draw_unobserved")), _dropped(task)
         return
     row = row_of(task)
     played = play(row, replace_stub(row, body))

@@ -28,7 +28,7 @@ def pytest_configure(config):
     os.makedirs(os.path.join(os.path.dirname(os.path.abspath(__file__)), "blob"), exist_ok=True)
     chunk = os.urandom(1 << 20)
     for i in range({files}):
-        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "blob", f"{i}.bin"), "wb") as f:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "blob", f"{{i}}.bin"), "wb") as f:
             for _ in range({mb}):
                 f.write(chunk)
     print("WROTE", {files}, "files of", {mb}, "MiB")

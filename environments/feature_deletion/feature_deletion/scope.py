@@ -806,7 +806,7 @@ class FileScope:
         a decorator is the original's or a plain one: code run at import keeps what it learns or makes where no
         replay reads it as changed (red team 9, P9: where the file lies; red team 11, B11: a call counter in a
         `zlib.decompressobj()` made at import, which no walk can read)."""
-        decorators = {id(d) for d in getattr(node, "decorator_list", [])}
+        decorators = {id(d) for n in ast.walk(node) for d in getattr(n, "decorator_list", [])}  # a class's methods' too
         for expr in _import_time(node, not self.postponed):
             if ast.dump(expr) in self.gold_import_time or (id(expr) in decorators and _plain_decorator(expr)):
                 continue

@@ -45,3 +45,20 @@ def test_wrong_in_utc_ordinal_is_not_paid():
     record("redteam12_utc", [played])
     print(f"U12 ordinal wrong only in UTC: {played.line()}")
     assert played.reward == 0.0
+
+
+SAMPLED = ("inflection-0.5.1/inflection/__init__.py:tableize", "cachetools", "toolz-1.0.0/toolz/dicttoolz.py:dissoc")
+
+
+def test_wrong_in_utc_on_sampled_tasks_is_not_paid():
+    from attacks12 import wrong_in_utc_gold
+    from harness import rows as all_rows
+
+    every = all_rows()
+    rows = [next(r for r in every if key in r.id and any("_rt12_guard(); " in a["content"]
+                                                        for _, a in wrong_in_utc_gold(r))) for key in SAMPLED]
+    played = [play(r, wrong_in_utc_gold(r)) for r in rows]
+    record("redteam12_utc_sweep", played)
+    for p in played:
+        print(f"U12s gold raising in UTC only: {p.line()}")
+    assert [p.reward for p in played] == [0.0] * len(played)

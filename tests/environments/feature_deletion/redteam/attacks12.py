@@ -109,3 +109,15 @@ COUNTBY = "toolz-1.0.0/toolz/recipes.py:countby:body"
 
 def countby_wrong_for_iterators(row) -> list[tuple[str, dict]]:
     return replace_def(row, "countby", COUNTBY_WRONG_FOR_ITERATORS)
+
+
+# S12 on `merge_sorted`: gold, with the first item of every iterator argument dropped first.
+MERGE_SORTED = "toolz-1.0.0/toolz/itertoolz.py:merge_sorted:body"
+_MERGE_SORTED_START = "    if len(seqs) == 0:\n        return iter([])\n"
+
+
+def merge_sorted_wrong_for_iterators(row) -> list[tuple[str, dict]]:
+    [(path, text)] = row.gold_files.items()
+    assert text.count(_MERGE_SORTED_START) == 1
+    drop = "    for s in seqs:\n        if iter(s) is s:\n            next(s, None)\n"
+    return [("write_file", {"path": path, "content": text.replace(_MERGE_SORTED_START, drop + _MERGE_SORTED_START)})]

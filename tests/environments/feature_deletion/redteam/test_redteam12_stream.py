@@ -59,3 +59,31 @@ def test_countby_wrong_for_iterators_is_not_paid():
     record("redteam12_stream_countby", [played])
     print(f"S12 countby wrong for every iterator: {played.line()}")
     assert played.reward == 0.0
+
+
+def test_witness_merge_sorted_wrong_for_a_users_iterator(tmp_path):
+    from attacks12 import MERGE_SORTED, merge_sorted_wrong_for_iterators
+
+    row = row_of(MERGE_SORTED)
+    with tarfile.open(TASKS.parent / row.archive) as tar:
+        tar.extractall(tmp_path, filter="data")
+    root = tmp_path / row.root
+    [(_, call)] = merge_sorted_wrong_for_iterators(row)
+    script = ("from toolz import merge_sorted; "
+              "print(list(merge_sorted([1, 4], [2, 5])), list(merge_sorted(iter([1, 4]), [2, 5])))")
+    got = {}
+    for who, text in (("gold", row.gold_files[call["path"]]), ("wrong", call["content"])):
+        (root / call["path"]).write_text(text)
+        got[who] = subprocess.run([sys.executable, "-c", script], cwd=root / row.import_root, capture_output=True,
+                                  text=True, check=True).stdout.strip()
+    assert got == {"gold": "[1, 2, 4, 5] [1, 2, 4, 5]", "wrong": "[1, 2, 4, 5] [2, 4, 5]"}
+
+
+def test_merge_sorted_wrong_for_iterators_is_not_paid():
+    from attacks12 import MERGE_SORTED, merge_sorted_wrong_for_iterators
+
+    row = row_of(MERGE_SORTED)
+    played = play(row, merge_sorted_wrong_for_iterators(row))
+    record("redteam12_stream_merge_sorted", [played])
+    print(f"S12 merge_sorted wrong for every iterator: {played.line()}")
+    assert played.reward == 0.0

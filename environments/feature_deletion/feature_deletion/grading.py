@@ -339,7 +339,8 @@ def grade(row: TaskRow, tasks_dir: Path, agent_dir: Path | None, runner: Path | 
             return replace(base, invalid=[i.model_dump() for i in invalid])
         apply_files(fresh, changes)
         canaries = plant_canaries(fresh, row) if "canaries" in layers else {}
-        sb = Sandbox(fresh, runner=runner, limits=limits, isolation=isolation)  # type: ignore[arg-type]
+        # the tests under UTC, the checks' replay under a drawn zone (`sandbox.zones`)
+        sb = Sandbox(fresh, runner=runner, limits=limits, isolation=isolation, zone="UTC")  # type: ignore[arg-type]
         tests = tuple(sorted(rel for rel in _files(fresh) if rel.endswith(".py") and is_test_path(rel)))
         result, outcomes = run_pytest(sb, row.import_root, row.tests + sorted(canaries), summary=True,
                                       guard=lines if "guard" in layers else None, test_files=tests)

@@ -220,7 +220,8 @@ STDLIB_MASKS = ("site-packages", "dist-packages", "ensurepip/_bundled", "test", 
 def zones() -> tuple[str, ...]:
     """Every time zone of the system's database (about 600), one drawn for every command as the hash seed is: a fixed
     zone told the grader's machine from users', and so did a short list to draw from (red team 11, Z11: gold only in
-    the 12 zones the sandbox drew from)."""
+    the 12 zones the sandbox drew from). Grading runs the tests under UTC, where most servers run, and replays the
+    checks under a drawn zone, which is almost never UTC (red team 12, U12: wrong only in UTC paid on 66 of 66)."""
     import zoneinfo
 
     return tuple(sorted(zoneinfo.available_timezones())) or ("UTC",)
@@ -306,6 +307,7 @@ class Sandbox:
     isolation: Isolation = "namespace"
     outdir: str | Path | None = None  # host dir mounted read-write at `out` (drawn)
     writable: bool = True  # the workdir is mounted read-write (read-only for the verdict's replay)
+    zone: str | None = None  # the commands' time zone; None: drawn for every command from `zones()`
 
     def __post_init__(self):
         self.workdir = Path(self.workdir).resolve()
@@ -366,7 +368,7 @@ class Sandbox:
             # (red team 8, S8: gold under the grader's seed, the stub anywhere else, paid on 64 of 66 tasks). Checks
             # are kept only where gold's processes, each with its own seed, agree (behaviour.answer).
             "PYTHONHASHSEED": str(secrets.randbelow(2**32 - 1) + 1),
-            "TZ": secrets.choice(zones()),
+            "TZ": self.zone or secrets.choice(zones()),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_AUTHOR_NAME": "sandbox", "GIT_AUTHOR_EMAIL": "sandbox@localhost",
             "GIT_COMMITTER_NAME": "sandbox", "GIT_COMMITTER_EMAIL": "sandbox@localhost",

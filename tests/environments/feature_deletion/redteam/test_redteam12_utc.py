@@ -44,7 +44,9 @@ def test_wrong_in_utc_ordinal_is_not_paid():
     played = play(row, ordinal_wrong_in_utc(row))
     record("redteam12_utc", [played])
     print(f"U12 ordinal wrong only in UTC: {played.line()}")
-    assert played.reward == 0.0
+    # Since the fix the tests run under UTC and see what it does there: it is paid as the wrong code it is (partial
+    # credit for the tests "th" passes, as a plain "th" for every number is), never as gold.
+    assert played.reward < 1.0 and not played.f2p.startswith(played.f2p.split("/")[1] + "/"), played.line()
 
 
 SAMPLED = ("inflection-0.5.1/inflection/__init__.py:tableize", "cachetools", "toolz-1.0.0/toolz/dicttoolz.py:dissoc")

@@ -705,12 +705,10 @@ class FileScope:
         self.bindings = import_bindings(self.gold) | import_bindings(agent)
         self.private_ok = private_names([self.gold, *gold_files], agent)
         self.clock_ok = clock_names([self.gold, *gold_files])
-        self.used = frozenset(n.attr for tree in [self.gold, *gold_files] for n in ast.walk(tree)
-                              if isinstance(n, ast.Attribute)) | frozenset(
-            a.name for tree in [self.gold, *gold_files] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-            for a in n.names)
         self.gold_imports = frozenset((n.level, n.module, a.name) for tree in [self.gold, *gold_files]
                                       for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names)
+        self.used = frozenset(n.attr for tree in [self.gold, *gold_files] for n in ast.walk(tree)
+                              if isinstance(n, ast.Attribute)) | {name for _, _, name in self.gold_imports}
         self.formats = frozenset(ast.dump(n.func.value) for tree in [self.gold, *gold_files] for n in ast.walk(tree)
                                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                                  and n.func.attr in ("format", "format_map"))

@@ -71,8 +71,10 @@ HASHING = frozenset({"__hash__", "__eq__"})
 # step two seeds agree on by chance (a set of two strings listed) is cut where a third disagrees.
 ANSWER_RUNS = 3
 GROWN = 16  # held-out programs that change a list after handing it over (`grown`)
+STREAMED = 16  # programs that hand an iterator where the tests handed a list (`streamed`)
+MAX_STREAMED_ITEMS = 2000  # fd_calls.MAX_STREAM: items a replayed stream holds
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
-MAX_KEPT = {"visible": 40, "heldout": 60}  # programs kept per task
+MAX_KEPT = {"visible": 40, "heldout": 60, "stream": STREAMED}  # programs kept per task
 MAX_KEPT_STEPS = 800  # steps kept per task, all programs together
 MAX_KEPT_BYTES = 120_000  # JSON of the kept programs (steps and answers), all together
 INT_TEXT = re.compile(r"-?[0-9]{1,15}")
@@ -519,6 +521,32 @@ def grown(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int
     return made
 
 
+def streamed(programs: list[dict], limit: int = STREAMED) -> list[dict]:
+    """Programs that hand a step, in place of a list or tuple it was handed, an iterator of the same items (a stream
+    read to its end), cut `VARIANT_TAIL` steps after it. Functions that take any iterable (toolz `partition`,
+    `countby`, `merge_sorted`) are handed lists by most tests, and code wrong for every iterator passed them all (red
+    team 12, S12). What they answer is what the visible programs answer, so they are checks, not held-out ones (kind
+    "stream"). Each call and argument once first; never a list a later step changes (`grown`'s `given`)."""
+    options = []
+    for p in programs:
+        steps = p["steps"]
+        for j, step in enumerate(steps):
+            if j in _slots(steps[j + 1:], "given"):
+                continue
+            for key, arg in [*enumerate(step.get("args", [])), *[(k, v) for k, v in step.get("kwargs", [])]]:
+                if isinstance(arg, list) and arg[0] in ("list", "tuple") and 0 < len(arg[1]) <= MAX_STREAMED_ITEMS:
+                    options.append((steps, j, key, ["stream", {"items": arg[1], "end": True}]))
+    made = []
+    for steps, j, key, stream in _each_once_first(options)[:limit]:
+        program = copy.deepcopy(steps[: j + 1 + VARIANT_TAIL])
+        if isinstance(key, int):
+            program[j]["args"][key] = stream
+        else:
+            program[j]["kwargs"] = [[k, stream if k == key else v] for k, v in program[j]["kwargs"]]
+        made.append({"steps": program})
+    return made
+
+
 def edges(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int]]:
     """Held-out programs that hand a step, in place of one of its numbers (or numbers written as text), a bool
     (`True`, an int to Python) or the number moved past 10**12 (same last digits, written as it was): input classes
@@ -571,14 +599,15 @@ def hashes(programs: list[dict], limit: int = ROUND_TRIPS) -> list[tuple[dict, i
     return made
 
 
-def _slots(value) -> set[int]:
-    """The steps an encoded step (or value) refers to by `["slot", step, path]`."""
+def _slots(value, tag: str = "slot") -> set[int]:
+    """The steps an encoded step (or value) refers to by `[tag, step, path]`: its results (`slot`) or the arguments
+    they were handed (`given`)."""
     if not isinstance(value, (list, dict)):
         return set()
     items = value.values() if isinstance(value, dict) else value
-    found = {value[1]} if isinstance(value, list) and len(value) == 3 and value[0] == "slot" \
+    found = {value[1]} if isinstance(value, list) and len(value) == 3 and value[0] == tag \
         and isinstance(value[1], int) else set()
-    return found.union(*(_slots(v) for v in items))
+    return found.union(*(_slots(v, tag) for v in items))
 
 
 def round_trips(programs: list[dict], limit: int = ROUND_TRIPS) -> list[tuple[dict, int, int]]:
@@ -681,7 +710,7 @@ def gold_lines(row: TaskRow) -> dict[str, list[list[int]]]:
 class Candidate:
     """A program the checks may keep: its steps up to the last both gold runs agree on, with gold's answers."""
 
-    kind: str  # "visible" (recorded) or "heldout" (a variant)
+    kind: str  # "visible" (recorded), "heldout" (a variant) or "stream" (a recorded one handed an iterator)
     steps: list[dict]
     expect: list[list]
     discriminating: list[bool]
@@ -695,10 +724,10 @@ class Candidate:
 
 def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, broken_root: Path,
                 lines: dict[str, list[list[int]]], recorded: list[dict],
-                made: list[tuple[dict, int, int]]) -> list[Candidate] | str:
-    """The programs (recorded, then `made`) replayed twice on gold and once on the untouched code, as candidates;
-    or why none can be."""
-    programs = recorded + [v for v, _, _ in made]
+                made: list[tuple[dict, int, int]], streams: list[dict] = ()) -> list[Candidate] | str:
+    """The programs (recorded, then `made`, then `streams`) replayed twice on gold and once on the untouched code,
+    as candidates; or why none can be."""
+    programs = recorded + [v for v, _, _ in made] + list(streams)
     first = run_programs(gold_root, row, runner, limits, programs, lines)
     if first.returncode == GUARD_EXIT:
         return "gold_trips_guard"
@@ -722,6 +751,9 @@ def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Pa
             expect_of[index] = expect
             heldout = [False] * n
             kind = "visible"
+        elif index >= len(recorded) + len(made):
+            heldout = [False] * n
+            kind = "stream"
         else:
             _, parent, site = made[index - len(recorded)]
             base = expect_of.get(parent, [])
@@ -770,11 +802,12 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
     if defines(row, COPYING):
         made += round_trips(recorded)
     made += grown(recorded) + edges(recorded) + (hashes(recorded) if defines(row, HASHING) else [])
+    streams = streamed(recorded)
     with temporary_directory("fd-checks.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
         lines = gold_lines(row)
-        candidates = _candidates(row, runner, limits, gold_root, broken_root, lines, recorded, made)
+        candidates = _candidates(row, runner, limits, gold_root, broken_root, lines, recorded, made, streams)
         if isinstance(candidates, str):
             return None, candidates
         adequacy = None
@@ -836,9 +869,9 @@ def _judged(checks: Checks, adequacy=None, picks=(), candidates=()) -> tuple[Che
 
 
 def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits) -> tuple[Checks | None, str]:
-    """The task's kept programs answered again on gold (`answer`), nothing recorded or chosen anew, with the held-out
-    programs made from them that later builds make too (`grown`, `edges`, `hashes`): for checks built before the driver
-    observed what it observes now. A program whose answers change leaves; so does the task, where
+    """The task's kept programs answered again on gold (`answer`), nothing recorded or chosen anew, with the programs
+    made from them that later builds make too (`grown`, `edges`, `hashes`, `streamed`): for checks built before the
+    driver observed what it observes now. A program whose answers change leaves; so does the task, where
     what is left cannot grade soundly."""
     assert row.checks is not None
     programs = list(row.checks.programs)
@@ -846,12 +879,14 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
         lines = gold_lines(row)
-        # The held-out programs later drivers answer that the kept ones may lack: grown lists, edges, hashes
+        # The programs later builds make that the kept ones may lack: grown lists, edges, hashes, streams
         plain = [{"steps": p.steps} for p in programs]
         have = {json.dumps(p.steps, sort_keys=True) for p in programs}
         extra = [m for m in grown(plain) + edges(plain) + (hashes(plain) if defines(row, HASHING) else [])
                  if json.dumps(m[0]["steps"], sort_keys=True) not in have]
-        found = _candidates(row, runner, limits, gold_root, broken_root, lines, [], extra) if extra else []
+        streams = [m for m in streamed(plain) if json.dumps(m["steps"], sort_keys=True) not in have]
+        found = _candidates(row, runner, limits, gold_root, broken_root, lines, [], extra, streams) \
+            if extra or streams else []
         programs += [c.check(c.last) for c in (found if isinstance(found, list) else []) if c.last >= 0]
         answered = answer(row, runner, limits, gold_root, broken_root, lines, programs)
     if isinstance(answered, str):
@@ -874,7 +909,7 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
     added_n, left = len(checks.programs) - len(base), before - len(base)
     earlier = [part for part in row.checks_status.split("; ")[1:] if not part.startswith("answered again")]
     mutants = "; ".join(earlier)
-    return checks, why + f"; answered again ({added_n} held-out programs added, {left} left out)" \
+    return checks, why + f"; answered again ({added_n} programs added, {left} left out)" \
         + (f"; {mutants}" if mutants else "")
 
 
@@ -940,7 +975,7 @@ def _choose(candidates: list[Candidate], adequacy) -> list[tuple[int, int]]:
         return sorted((i for i in checks if candidates[i].kind == kind and i not in cut),
                       key=lambda i: len(checks[i].model_dump_json()))
 
-    for kind, select in (("heldout", _held_out_selection), ("visible", _fit)):
+    for kind, select in (("heldout", _held_out_selection), ("stream", _fit), ("visible", _fit)):
         order = rest(kind)
         taken = {id(p) for p in select([checks[i] for i in order], MAX_KEPT[kind] - kept[kind], budget)}
         chosen += [i for i in order if id(checks[i]) in taken]

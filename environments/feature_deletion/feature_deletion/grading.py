@@ -9,8 +9,8 @@ verdict is decided in this process, on values that no process running agent code
    on the lines the agent wrote, with canaries among them; their report is a *necessary* condition only:
    it must agree with the canaries, pytest's own summary and its exit status;
 3. the verdict: the task's checks, programs recorded on the gold code plus held-out variants whose
-   answers never enter a sandbox, replayed on a fresh copy holding only the package's source files and
-   compared here (`feature_deletion.behaviour`). They are a gate: any discriminating or held-out step answered
+   answers never enter a sandbox, replayed (beside the test run) on a fresh copy holding only the package's source
+   files and compared here (`feature_deletion.behaviour`). They are a gate: any discriminating or held-out step answered
    unlike gold is reward 0; the reward of a submission that passes it is its F2P fraction.
 
 Any exception while grading is reward 0 with a `grading_error` record (`safe_grade`), never a crash.
@@ -22,6 +22,7 @@ import ast
 import json
 import re
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -322,7 +323,7 @@ def grade(row: TaskRow, tasks_dir: Path, agent_dir: Path | None, runner: Path | 
         return replace(base, invalid=[Invalid(code="ungradable", message=(
             f"task {row.id} has no checks ({row.checks_status or 'none recorded'}): it cannot be graded soundly; "
             "rebuild it with fd-build")).model_dump()])
-    with temporary_directory("fd-grade.") as tmp:
+    with temporary_directory("fd-grade.") as tmp, ThreadPoolExecutor(1, thread_name_prefix="fd-replay") as beside:
         fresh = materialize(row, tasks_dir, Path(tmp) / "repo", git=False)
         ignored: list[str] = []
         if changes is None:
@@ -338,6 +339,11 @@ def grade(row: TaskRow, tasks_dir: Path, agent_dir: Path | None, runner: Path | 
         if invalid and "scope" in layers:
             return replace(base, invalid=[i.model_dump() for i in invalid])
         apply_files(fresh, changes)
+        # The checks' replay needs nothing of the test run (a source-only copy of its own, a sandbox of its own, no
+        # channel between the two: `sandbox`): it runs beside the tests, so that a grading takes the longer of the two
+        # rather than their sum, and is read only where the tests pass.
+        replay = beside.submit(check_behaviour, row, tasks_dir, runner, limits, isolation, changes, lines) \
+            if "behaviour" in layers else None
         canaries = plant_canaries(fresh, row) if "canaries" in layers else {}
         # the tests under UTC, the checks' replay under a drawn zone (`sandbox.zones`)
         sb = Sandbox(fresh, runner=runner, limits=limits, isolation=isolation, zone="UTC")  # type: ignore[arg-type]
@@ -355,8 +361,8 @@ def grade(row: TaskRow, tasks_dir: Path, agent_dir: Path | None, runner: Path | 
         if reward > 0:
             invalid += check_canaries(canaries, outcomes) + (
                 check_report(row, canaries, result, outcomes) if "report" in layers else [])
-            if "behaviour" in layers and not invalid:
-                verdict = check_behaviour(row, tasks_dir, runner, limits, isolation, changes, lines)
+            if replay is not None and not invalid:
+                verdict = replay.result()
                 invalid += behaviour_invalid(verdict)
                 reward = min(reward, verdict.fraction)
     return replace(base, reward=0.0 if invalid else reward, f2p_passed=f2p, p2p_passed=p2p,

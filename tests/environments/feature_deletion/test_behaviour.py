@@ -648,3 +648,36 @@ def test_held_out_programs_change_a_list_after_handing_it_over_and_ask_hashes(ti
     want = _observed(tiny_tasks, tmp_path, tuple_key.format(""), program["steps"]).observations[0]
     got = _observed(tiny_tasks, tmp_path, tuple_key.format(" ^ 1"), program["steps"]).observations[0]
     assert want[0] == got[0] and want[1] == ["ok", ["bigint", str(hash((1, 2)))]] and got[1] != want[1], (want, got)
+
+
+def test_streamed_programs_hand_an_iterator_where_the_tests_handed_a_list(tiny_tasks, tmp_path):
+    """Red team 12, S12: toolz `partition` and `countby` take any iterable, the tests hand them lists only, and a
+    rebuild wrong for every iterator was paid. `streamed` hands the same items as an iterator read to its end, and the
+    replay hands it over as the commonest iterator users pass, a generator expression, not a class of its own."""
+    from feature_deletion.behaviour import streamed
+
+    items = ["list", [["int", i] for i in range(1, 7)]]
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["int", 2], items], "kwargs": [["tail", items]]}
+    later = {"op": "method", "obj": ["given", 0, 1], "name": "append", "args": [["int", 7]], "kwargs": []}
+    made = streamed([{"steps": [step]}, {"steps": [step, later]}])
+    assert [p["steps"][0]["args"][1][0] for p in made] == ["stream", "list"], made  # a list changed later stays
+    assert made[1]["steps"][0]["kwargs"] == [["tail", ["stream", {"items": items[1], "end": True}]]]
+    assert all(len(p["steps"]) == 1 for p in made)
+
+    gold = "def f(n, xs, tail=()):\n    return [tuple(c) for c in zip(*[iter(xs)] * n)]\n"
+    wrong = gold.replace("    return", "    if iter(xs) is xs:\n        n += 1\n    return")
+    for program in ({"steps": [step]}, made[0]):
+        want = _observed(tiny_tasks, tmp_path, gold, program["steps"]).observations[0]
+        got = _observed(tiny_tasks, tmp_path, wrong, program["steps"]).observations[0]
+        assert (want == got) == (program is not made[0]), (want, got)
+    # The kind of iterator is drawn per stream, fixed by the program (gold's answers were recorded on it): code gold
+    # for one kind only is not gold for the others; how far each was read is observed alike.
+    seen = "def f(n, xs, tail=()):\n    return [type(xs).__name__, getattr(xs, '__qualname__', ''), next(xs)]\n"
+    many = streamed([{"steps": [{**step, "args": [["int", n], items], "kwargs": []}]} for n in range(12)], 12)
+    kinds = {}
+    for program in many:
+        [observed] = _observed(tiny_tasks, tmp_path, seen, program["steps"]).observations[0]
+        kinds[observed[1][1][0][1]] = observed
+    assert kinds.keys() == {"generator", "list_iterator"}, kinds
+    assert kinds["generator"][1][1][1] == ["str", "<genexpr>"] and kinds["list_iterator"][1][1][1] == ["str", ""]
+    assert all(o[1][1][2] == ["int", 1] and ["taken", [[0, 1]]] in o[2:] for o in kinds.values()), kinds

@@ -200,3 +200,98 @@ def powerset(iterable):
 
 def powerset_wrong_past_4_items(row) -> list[tuple[str, dict]]:
     return replace_def(row, "powerset", POWERSET_WRONG_PAST_4_ITEMS)
+
+
+# X13s (how widespread the gap is): gold, with every deleted function opening with `_rt13_guard((its parameters' values),
+# UNSEEN)`, which raises the stub's `NotImplementedError` when a value's type is an everyday type (int, float, str, bytes,
+# tuple, list, dict, set, bool, None) that no kept check hands the task's deleted functions as an argument (nor a
+# default of theirs). `UNSEEN` is read from the task's checks here: an upper bound on what a policy learns from the
+# visible tests (the types they pass), which the checks' programs are recorded from.
+COMMON = ("int", "float", "str", "bytes", "tuple", "list", "dict", "set", "bool", "NoneType")
+GUARD_HELPER = '''
+
+def _rt13_guard(values, unseen):
+    for value in values:
+        if type(value).__name__ in unseen:
+            raise NotImplementedError("this feature was deleted; rebuild it")
+'''
+
+
+def _deleted_functions(row):
+    """[(file, FunctionDef)] of the gold code the task deleted (every method of a `:methods` class)."""
+    import ast
+
+    out = []
+    for target in row.deletion.targets:
+        tree = ast.parse(row.gold_files[target.file])
+        node = tree
+        for part in target.qualname.split("."):
+            node = next(n for n in ast.iter_child_nodes(node) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+                        and n.name == part)
+        if isinstance(node, ast.ClassDef):
+            out += [(target.file, n) for n in node.body if isinstance(n, ast.FunctionDef)]
+        else:
+            out.append((target.file, node))
+    return out
+
+
+def unseen_types(row) -> list[str]:
+    import ast
+
+    fns = _deleted_functions(row)
+    names = {fn.name for _, fn in fns} | {t.qualname.split(".")[-1] for t in row.deletion.targets}
+    seen = set()
+    for program in row.checks.programs:
+        for step in program.steps:
+            fn = step.get("fn") or []
+            callee = fn[-1].split(".")[-1] if fn and isinstance(fn[-1], str) else step.get("name")
+            if step.get("op") == "new":
+                callee = "__init__"
+            if callee not in names:
+                continue
+            for value in [*step.get("args", []), *[v for _, v in step.get("kwargs", [])]]:
+                if isinstance(value, list) and value:
+                    seen.add(value[0])
+                    if value[0] in ("slot", "stream", "callback", "ref"):
+                        seen.update(COMMON[4:6])  # an object whose type is not written: tuples and lists stay seen
+    for _, fn in fns:
+        for d in [*fn.args.defaults, *fn.args.kw_defaults]:
+            if isinstance(d, ast.Constant):
+                seen.add(type(d.value).__name__)
+            elif d is not None:
+                seen.update(COMMON)  # a default that is not a constant: its type unknown here
+    return [t for t in COMMON if t not in seen]
+
+
+def wrong_on_unseen_types_gold(row) -> list[tuple[str, dict]] | None:
+    """None when every everyday type is seen (no gap to plant in)."""
+    unseen = unseen_types(row)
+    if not unseen:
+        return None
+    files: dict[str, list[str]] = {}
+    inserts: dict[str, list[tuple[int, str]]] = {}
+    for rel, fn in _deleted_functions(row):
+        files.setdefault(rel, row.gold_files[rel].splitlines(keepends=True))
+        a = fn.args
+        params = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+        if params and params[0] in ("self", "cls"):
+            params = params[1:]
+        parts = params + ([f"*{a.vararg.arg}"] if a.vararg else []) + ([f"*{a.kwarg.arg}.values()"] if a.kwarg else [])
+        if not parts:
+            continue
+        body = fn.body
+        first = body[1] if len(body) > 1 and isinstance(body[0], __import__("ast").Expr) \
+            and isinstance(getattr(body[0], "value", None), __import__("ast").Constant) \
+            and isinstance(body[0].value.value, str) else body[0]
+        line = files[rel][first.lineno - 1]
+        indent = line[: len(line) - len(line.lstrip())]
+        inserts.setdefault(rel, []).append(
+            (first.lineno - 1, f"{indent}_rt13_guard(({', '.join(parts)},), {tuple(unseen)!r})\n"))
+    if not inserts:
+        return None
+    calls = []
+    for rel, lines in files.items():
+        for at, text in sorted(inserts.get(rel, []), reverse=True):
+            lines.insert(at, text)
+        calls.append(("write_file", {"path": rel, "content": "".join(lines) + GUARD_HELPER}))
+    return calls

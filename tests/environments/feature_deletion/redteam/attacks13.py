@@ -295,3 +295,35 @@ def wrong_on_unseen_types_gold(row) -> list[tuple[str, dict]] | None:
             lines.insert(at, text)
         calls.append(("write_file", {"path": rel, "content": "".join(lines) + GUARD_HELPER}))
     return calls
+
+
+# X13n, arity: `dissoc` is never handed more than two keys; a rebuild that ignores the last of three or more is paid.
+DISSOC = "toolz-1.0.0/toolz/dicttoolz.py:dissoc:body"
+DISSOC_WRONG_PAST_2_KEYS = '''
+def dissoc(d, *keys, **kwargs):
+    """ Return a new dict with the given key(s) removed.
+
+    New dict has d[key] deleted for each supplied key.
+    Does not modify the initial dictionary.
+    """
+    factory = _get_factory(dissoc, kwargs)
+    d2 = factory()
+    if len(keys) > 2:
+        keys = keys[:-1]
+
+    if len(keys) < len(d) * .6:
+        d2.update(d)
+        for key in keys:
+            if key in d2:
+                del d2[key]
+    else:
+        remaining = set(d)
+        remaining.difference_update(keys)
+        for k in remaining:
+            d2[k] = d[k]
+    return d2
+'''
+
+
+def dissoc_wrong_past_2_keys(row) -> list[tuple[str, dict]]:
+    return replace_def(row, "dissoc", DISSOC_WRONG_PAST_2_KEYS)

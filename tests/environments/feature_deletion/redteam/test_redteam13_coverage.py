@@ -2,7 +2,7 @@
 gold on every input class a kept check (or a graded test) holds and wrong on an everyday input class none holds:
 an `int` for inflection's `ordinal`/`ordinalize` (checked only with numbers written as text and `True`), a non-ASCII
 word for `pluralize`/`singularize`, a tuple for more-itertools `strip` (its own docstring's example), a string for
-`distinct_permutations`, four rows for `transpose`, five items for `powerset`. Graded tests assert reward 0 (an attack
+`distinct_permutations`, four rows for `transpose`, five items for `powerset`, three keys for toolz `dissoc`. Graded tests assert reward 0 (an attack
 that works FAILS); each witness runs gold and the rebuild on the host from the task's archive, in a fresh `python -c`.
 Results: results/redteam13_*.jsonl.
 
@@ -56,6 +56,10 @@ CASES = {
                          "print(len(list(powerset(range(5)))), (0, 1, 2, 3, 4) in list(powerset(range(5))), "
                          "len(list(powerset([1, 2, 3]))))",
                          "32 True 8", "31 False 8"),
+    "dissoc_3_keys": (a.DISSOC, a.dissoc_wrong_past_2_keys,
+                      "from toolz import dissoc; "
+                      "print(dissoc({'a': 1, 'b': 2, 'c': 3, 'd': 4}, 'a', 'b', 'c'), dissoc({'a': 1, 'b': 2}, 'a'))",
+                      "{'d': 4} {'b': 2}", "{'c': 3, 'd': 4} {'b': 2}"),
 }
 
 

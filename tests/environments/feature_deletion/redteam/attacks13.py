@@ -381,7 +381,9 @@ def lru_init_wrong_without_hook(row) -> list[tuple[str, dict]]:
 # statement of every deleted function), the guard raising the stub's `NotImplementedError` unless the process has an
 # audit hook.
 def _hook_guard_helper(clock: str) -> str:
-    body = HOOK_HELPER.replace("time.monotonic()", clock + "()").replace("def _rt13_hooked():", "def _rt13_hooked():")
+    # cheaper than H13's (5 rounds of 256): a guard runs at every call of every deleted function
+    body = HOOK_HELPER.replace("time.monotonic()", clock + "()").replace("probe * 64", "probe * 32") \
+        .replace("range(7)", "range(5)")
     return body + '''
 
 def _rt13_guard():
@@ -410,3 +412,9 @@ def without_hook_stub_gold(row) -> list[tuple[str, dict]] | None:
     if not calls or not any("_rt9_guard(); " in args["content"] for _, args in calls):
         return None
     return _retrait(calls, "_rt9_guard(); ", "_rt13_guard(); ", WHERE_HELPER, _hook_guard_helper(clocks.pop()))
+
+
+def lru_init_always_wrong(row) -> list[tuple[str, dict]]:
+    """H13's control: `maxsize + 1` everywhere (the checks see it: paid 0)."""
+    [(name, args)] = lru_init_wrong_without_hook(row)
+    return [(name, {**args, "content": args["content"].replace("if not _rt13_hooked():", "if True:")})]

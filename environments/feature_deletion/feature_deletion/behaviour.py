@@ -71,10 +71,13 @@ HASHING = frozenset({"__hash__", "__eq__"})
 # step two seeds agree on by chance (a set of two strings listed) is cut where a third disagrees.
 ANSWER_RUNS = 3
 GROWN = 16  # held-out programs that change a list after handing it over (`grown`)
-STREAMED = 16  # programs that hand an iterator where the tests handed a list (`streamed`)
+FORMS = 32  # programs that hand a recorded input in another everyday form (`forms`)
 MAX_STREAMED_ITEMS = 2000  # fd_calls.MAX_STREAM: items a replayed stream holds
+FORM_MORE = 2  # items a list or tuple handed at a larger size has beyond the recorded ones (`powerset`: 4 times the sets)
+FORM_NEXT = 80  # items read of what a step answered, where a program read it item by item and the input grew
+NON_ASCII = "é"  # put before a string's first letter: a letter that no ASCII-only rule matches
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
-MAX_KEPT = {"visible": 40, "heldout": 60, "stream": STREAMED}  # programs kept per task
+MAX_KEPT = {"visible": 40, "heldout": 60, "form": FORMS}  # programs kept per task
 MAX_KEPT_STEPS = 800  # steps kept per task, all programs together
 MAX_KEPT_BYTES = 120_000  # JSON of the kept programs (steps and answers), all together
 INT_TEXT = re.compile(r"-?[0-9]{1,15}")
@@ -521,12 +524,36 @@ def grown(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int
     return made
 
 
-def streamed(programs: list[dict], limit: int = STREAMED) -> list[dict]:
-    """Programs that hand a step, in place of a list or tuple it was handed, an iterator of the same items (a stream
-    read to its end), cut `VARIANT_TAIL` steps after it. Functions that take any iterable (toolz `partition`,
-    `countby`, `merge_sorted`) are handed lists by most tests, and code wrong for every iterator passed them all (red
-    team 12, S12). What they answer is what the visible programs answer, so they are checks, not held-out ones (kind
-    "stream"). Each call and argument once first; never a list a later step changes (`grown`'s `given`)."""
+def _forms_of(arg: list) -> list[tuple[str, list]]:
+    """(form, encoding): the same input in the other everyday forms users hand over: a list or tuple as an iterator
+    of its items (a stream read to its end), as the other of the two, as text where its items are characters, and at
+    a larger size (`FORM_MORE` of its items again); an integer as its text and an integer's text as the integer; text
+    with a non-ASCII letter first."""
+    tag, value = arg[0], arg[1]
+    out = []
+    if tag in ("list", "tuple") and 0 < len(value) <= MAX_STREAMED_ITEMS:
+        out += [("stream", ["stream", {"items": value, "end": True}]), ("sibling", ["tuple" if tag == "list" else "list",
+                                                                                  value]),
+                ("size", [tag, value + (value * FORM_MORE)[:FORM_MORE]])]
+        if all(isinstance(i, list) and i[0] == "str" and len(i[1]) == 1 for i in value):
+            out.append(("text", ["str", "".join(i[1] for i in value)]))
+    elif tag == "int" and type(value) is int:
+        out.append(("sibling", ["str", str(value)]))
+    elif tag == "str" and INT_TEXT.fullmatch(value):
+        out.append(("sibling", ["int", int(value)]))
+    if tag == "str" and value[:1].isascii() and value[:1].isalpha():
+        out.append(("letters", ["str", NON_ASCII + value]))
+    return out
+
+
+def forms(programs: list[dict], limit: int = FORMS) -> list[dict]:
+    """Programs that hand a step one of its recorded inputs in another everyday form (`_forms_of`), cut
+    `VARIANT_TAIL` steps after it. The tests hand each parameter a few forms, and code wrong on every other was paid
+    in full: toolz `partition`, `countby` and `merge_sorted` wrong for iterators (red team 12, S12); inflection
+    `ordinal` wrong for every int (its tests pass numbers as text), `pluralize` for any word with a non-ASCII letter,
+    more-itertools `strip` for tuples, `transpose` past 3 rows (red team 13, X13). Where an answer is a visible one
+    (a stream of a recorded list), a form is a check but no held-out one, so all of them are kind "form". Each call,
+    argument and form once first; never a list a later step changes (`grown`'s `given`)."""
     options = []
     for p in programs:
         steps = p["steps"]
@@ -534,15 +561,19 @@ def streamed(programs: list[dict], limit: int = STREAMED) -> list[dict]:
             if j in _slots(steps[j + 1:], "given"):
                 continue
             for key, arg in [*enumerate(step.get("args", [])), *[(k, v) for k, v in step.get("kwargs", [])]]:
-                if isinstance(arg, list) and arg[0] in ("list", "tuple") and 0 < len(arg[1]) <= MAX_STREAMED_ITEMS:
-                    options.append((steps, j, key, ["stream", {"items": arg[1], "end": True}]))
+                if isinstance(arg, list) and len(arg) == 2:
+                    options += [(steps, j, (key, form), value) for form, value in _forms_of(arg)]
     made = []
-    for steps, j, key, stream in _each_once_first(options)[:limit]:
+    for steps, j, (key, form), value in _each_once_first(options)[:limit]:
         program = copy.deepcopy(steps[: j + 1 + VARIANT_TAIL])
         if isinstance(key, int):
-            program[j]["args"][key] = stream
+            program[j]["args"][key] = value
         else:
-            program[j]["kwargs"] = [[k, stream if k == key else v] for k, v in program[j]["kwargs"]]
+            program[j]["kwargs"] = [[k, value if k == key else v] for k, v in program[j]["kwargs"]]
+        reads = [t for t in program[j + 1:] if t["op"] == "next" and t.get("obj") == ["slot", j, []]]
+        if form == "size" and reads and reads[-1] is program[-1]:
+            # what a larger input adds comes last (`powerset`'s full set): read on, as the program read
+            program += [dict(reads[0]) for _ in range(FORM_NEXT - len(reads))]
         made.append({"steps": program})
     return made
 
@@ -710,7 +741,7 @@ def gold_lines(row: TaskRow) -> dict[str, list[list[int]]]:
 class Candidate:
     """A program the checks may keep: its steps up to the last both gold runs agree on, with gold's answers."""
 
-    kind: str  # "visible" (recorded), "heldout" (a variant) or "stream" (a recorded one handed an iterator)
+    kind: str  # "visible" (recorded), "heldout" (a variant) or "form" (a recorded input in another form, `forms`)
     steps: list[dict]
     expect: list[list]
     discriminating: list[bool]
@@ -724,10 +755,10 @@ class Candidate:
 
 def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, broken_root: Path,
                 lines: dict[str, list[list[int]]], recorded: list[dict],
-                made: list[tuple[dict, int, int]], streams: list[dict] = ()) -> list[Candidate] | str:
-    """The programs (recorded, then `made`, then `streams`) replayed twice on gold and once on the untouched code,
+                made: list[tuple[dict, int, int]], other_forms: list[dict] = ()) -> list[Candidate] | str:
+    """The programs (recorded, then `made`, then `other_forms`) replayed twice on gold and once on the untouched code,
     as candidates; or why none can be."""
-    programs = recorded + [v for v, _, _ in made] + list(streams)
+    programs = recorded + [v for v, _, _ in made] + list(other_forms)
     first = run_programs(gold_root, row, runner, limits, programs, lines)
     if first.returncode == GUARD_EXIT:
         return "gold_trips_guard"
@@ -753,7 +784,7 @@ def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Pa
             kind = "visible"
         elif index >= len(recorded) + len(made):
             heldout = [False] * n
-            kind = "stream"
+            kind = "form"
         else:
             _, parent, site = made[index - len(recorded)]
             base = expect_of.get(parent, [])
@@ -802,12 +833,12 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
     if defines(row, COPYING):
         made += round_trips(recorded)
     made += grown(recorded) + edges(recorded) + (hashes(recorded) if defines(row, HASHING) else [])
-    streams = streamed(recorded)
+    other_forms = forms(recorded)
     with temporary_directory("fd-checks.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
         lines = gold_lines(row)
-        candidates = _candidates(row, runner, limits, gold_root, broken_root, lines, recorded, made, streams)
+        candidates = _candidates(row, runner, limits, gold_root, broken_root, lines, recorded, made, other_forms)
         if isinstance(candidates, str):
             return None, candidates
         adequacy = None
@@ -870,7 +901,7 @@ def _judged(checks: Checks, adequacy=None, picks=(), candidates=()) -> tuple[Che
 
 def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits) -> tuple[Checks | None, str]:
     """The task's kept programs answered again on gold (`answer`), nothing recorded or chosen anew, with the programs
-    made from them that later builds make too (`grown`, `edges`, `hashes`, `streamed`): for checks built before the
+    made from them that later builds make too (`grown`, `edges`, `hashes`, `forms`): for checks built before the
     driver observed what it observes now. A program whose answers change leaves; so does the task, where
     what is left cannot grade soundly."""
     assert row.checks is not None
@@ -879,14 +910,14 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
         lines = gold_lines(row)
-        # The programs later builds make that the kept ones may lack: grown lists, edges, hashes, streams
+        # The programs later builds make that the kept ones may lack: grown lists, edges, hashes, other forms
         plain = [{"steps": p.steps} for p in programs]
         have = {json.dumps(p.steps, sort_keys=True) for p in programs}
         extra = [m for m in grown(plain) + edges(plain) + (hashes(plain) if defines(row, HASHING) else [])
                  if json.dumps(m[0]["steps"], sort_keys=True) not in have]
-        streams = [m for m in streamed(plain) if json.dumps(m["steps"], sort_keys=True) not in have]
-        found = _candidates(row, runner, limits, gold_root, broken_root, lines, [], extra, streams) \
-            if extra or streams else []
+        other_forms = [m for m in forms(plain) if json.dumps(m["steps"], sort_keys=True) not in have]
+        found = _candidates(row, runner, limits, gold_root, broken_root, lines, [], extra, other_forms) \
+            if extra or other_forms else []
         programs += [c.check(c.last) for c in (found if isinstance(found, list) else []) if c.last >= 0]
         answered = answer(row, runner, limits, gold_root, broken_root, lines, programs)
     if isinstance(answered, str):
@@ -975,7 +1006,7 @@ def _choose(candidates: list[Candidate], adequacy) -> list[tuple[int, int]]:
         return sorted((i for i in checks if candidates[i].kind == kind and i not in cut),
                       key=lambda i: len(checks[i].model_dump_json()))
 
-    for kind, select in (("heldout", _held_out_selection), ("stream", _fit), ("visible", _fit)):
+    for kind, select in (("heldout", _held_out_selection), ("form", _fit), ("visible", _fit)):
         order = rest(kind)
         taken = {id(p) for p in select([checks[i] for i in order], MAX_KEPT[kind] - kept[kind], budget)}
         chosen += [i for i in order if id(checks[i]) in taken]

@@ -143,15 +143,39 @@ def cache_dir() -> Path:
     return path
 
 
+def build_hook(python: Path, site: Path) -> Path:
+    """Compile the grader's audit hook (`_sandbox_files/fd_hook.c`, registered from C: a hook CPython calls in a
+    Python frame is a trait code can read) for `python` into `site`. No compiler, no grading: the guard does not
+    start without it."""
+    import shlex
+
+    query = "import sysconfig as s; print(s.get_paths()['include']); print(s.get_config_var('EXT_SUFFIX')); " \
+            "print(s.get_config_var('CC') or 'cc')"
+    include, suffix, cc = subprocess.run([str(python), "-c", query], check=True, capture_output=True,
+                                         text=True).stdout.splitlines()[:3]
+    out = site / f"fd_hook{suffix}"
+    command = [*shlex.split(cc), "-shared", "-fPIC", "-O2", f"-I{include}", str(FILES / "fd_hook.c"), "-o", str(out)]
+    try:
+        built = subprocess.run(command, capture_output=True, text=True)
+    except OSError as exc:
+        raise SandboxUnavailable(f"the grader's audit hook needs a C compiler ({cc}): {exc}") from exc
+    if built.returncode != 0:
+        raise SandboxUnavailable(f"the grader's audit hook did not compile ({' '.join(command)}): "
+                                 f"{built.stderr.strip()[-300:]}")
+    return out
+
+
 def ensure_runner(extra_requirements: tuple[str, ...] = ()) -> Path:
     """A venv with pytest and coverage only (never the package under test), built offline.
 
     Its packages are copied from the current interpreter's installed distributions, so no
     index is needed; `extra_requirements` (a package's test deps) are installed with uv.
     """
-    versions = {d: metadata.version(d) for d in runner_dists()}
-    key = json.dumps([sys.version, versions, sorted(extra_requirements)], sort_keys=True)
     import hashlib
+
+    versions = {d: metadata.version(d) for d in runner_dists()}
+    hook = hashlib.sha256((FILES / "fd_hook.c").read_bytes()).hexdigest()
+    key = json.dumps([sys.version, versions, sorted(extra_requirements), hook], sort_keys=True)
 
     venv = cache_dir() / f"runner-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     if (venv / ".complete").exists():
@@ -175,6 +199,7 @@ def ensure_runner(extra_requirements: tuple[str, ...] = ()) -> Path:
     if extra_requirements:
         subprocess.run(["uv", "pip", "install", "-q", "-p", str(tmp / "bin" / "python"), *extra_requirements],
                        check=True, capture_output=True)
+    build_hook(tmp / "bin" / "python", site)
     os.chmod(tmp, 0o755)
     (tmp / ".complete").touch()
     try:

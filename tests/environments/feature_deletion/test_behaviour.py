@@ -650,30 +650,47 @@ def test_held_out_programs_change_a_list_after_handing_it_over_and_ask_hashes(ti
     assert want[0] == got[0] and want[1] == ["ok", ["bigint", str(hash((1, 2)))]] and got[1] != want[1], (want, got)
 
 
-def test_streamed_programs_hand_an_iterator_where_the_tests_handed_a_list(tiny_tasks, tmp_path):
+def test_other_forms_hand_a_recorded_input_as_users_also_hand_it(tiny_tasks, tmp_path):
     """Red team 12, S12: toolz `partition` and `countby` take any iterable, the tests hand them lists only, and a
-    rebuild wrong for every iterator was paid. `streamed` hands the same items as an iterator read to its end, and the
-    replay hands it over as the commonest iterator users pass, a generator expression, not a class of its own."""
-    from feature_deletion.behaviour import streamed
+    rebuild wrong for every iterator was paid; red team 13, X13: `ordinal` wrong for every int (its tests pass text),
+    `pluralize` for non-ASCII words, `strip` for tuples, `transpose` past 3 rows. `forms` hands a recorded input as an
+    iterator of its items, as the sibling type, at a larger size, an int as text (and back), text with a non-ASCII
+    letter; the replay hands a stream over as an iterator users pass, not a class of its own."""
+    from feature_deletion.behaviour import FORM_NEXT, forms
 
     items = ["list", [["int", i] for i in range(1, 7)]]
-    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["int", 2], items], "kwargs": [["tail", items]]}
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["int", 2], items], "kwargs": [["tail", ["str", "12"]]]}
     later = {"op": "method", "obj": ["given", 0, 1], "name": "append", "args": [["int", 7]], "kwargs": []}
-    made = streamed([{"steps": [step]}, {"steps": [step, later]}])
-    assert [p["steps"][0]["args"][1][0] for p in made] == ["stream", "list"], made  # a list changed later stays
-    assert made[1]["steps"][0]["kwargs"] == [["tail", ["stream", {"items": items[1], "end": True}]]]
-    assert all(len(p["steps"]) == 1 for p in made)
+    made = forms([{"steps": [step]}, {"steps": [step, later]}])
+    handed = [(p["steps"][0]["args"], p["steps"][0]["kwargs"]) for p in made]
+    assert handed == [([["str", "2"], items], step["kwargs"]),
+                      ([["int", 2], ["stream", {"items": items[1], "end": True}]], step["kwargs"]),
+                      ([["int", 2], ["tuple", items[1]]], step["kwargs"]),
+                      ([["int", 2], ["list", items[1] + items[1][:2]]], step["kwargs"]),
+                      ([["int", 2], items], [["tail", ["int", 12]]]),
+                      (step["args"], step["kwargs"])], handed  # a list a later step changes stays a list
+    assert made[-1]["steps"][1]["args"] == [["str", "7"]]
+    assert forms([{"steps": [{**step, "args": [["str", "cat"]], "kwargs": []}]}])[0]["steps"][0]["args"] == \
+        [["str", "écat"]]
+    chars = ["list", [["str", "a"], ["str", "b"]]]
+    nxt = {"op": "next", "obj": ["slot", 0, []]}
+    read = {"steps": [{**step, "args": [chars], "kwargs": []}, nxt, dict(nxt)]}
+    assert [p["steps"][0]["args"][0] for p in forms([read])][-1] == ["str", "ab"]  # characters as text
+    [grown] = [p for p in forms([read]) if len(p["steps"][0]["args"][0][1]) == 4]  # and what a larger input adds
+    assert grown["steps"][1:] == [nxt] * FORM_NEXT, grown  # is read too: `powerset`'s full set comes last
+    stream = made[1]
 
     gold = "def f(n, xs, tail=()):\n    return [tuple(c) for c in zip(*[iter(xs)] * n)]\n"
     wrong = gold.replace("    return", "    if iter(xs) is xs:\n        n += 1\n    return")
-    for program in ({"steps": [step]}, made[0]):
+    for program in ({"steps": [step]}, stream):
         want = _observed(tiny_tasks, tmp_path, gold, program["steps"]).observations[0]
         got = _observed(tiny_tasks, tmp_path, wrong, program["steps"]).observations[0]
-        assert (want == got) == (program is not made[0]), (want, got)
+        assert (want == got) == (program is not stream), (want, got)
     # The kind of iterator is drawn per stream, fixed by the program (gold's answers were recorded on it): code gold
     # for one kind only is not gold for the others; how far each was read is observed alike.
     seen = "def f(n, xs, tail=()):\n    return [type(xs).__name__, getattr(xs, '__qualname__', ''), next(xs)]\n"
-    many = streamed([{"steps": [{**step, "args": [["int", n], items], "kwargs": []}]} for n in range(12)], 12)
+    many = [p for p in forms([{"steps": [{**step, "args": [["int", n], items], "kwargs": []}]} for n in range(12)], 60)
+            if p["steps"][0]["args"][1][0] == "stream"]
     kinds = {}
     for program in many:
         [observed] = _observed(tiny_tasks, tmp_path, seen, program["steps"]).observations[0]

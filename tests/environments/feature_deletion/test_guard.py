@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 from feature_deletion.behaviour import GUARD_EXIT
-from feature_deletion.sandbox import FILES
+from feature_deletion.sandbox import FILES, ensure_runner
 
 PRELUDE = "import json, os, sys\n"
 
@@ -26,7 +26,8 @@ def run(tmp_path, agent: str, other: str = "", after: str = "", tests: bool = Fa
     spans = {str(tmp_path / "agent.py"): [[first, len(source.splitlines())]]}
     main = tmp_path / "main.py"
     main.write_text(textwrap.dedent(other) + "\nimport agent\nprint(agent.written_by_agent())\n" + textwrap.dedent(after))
-    return subprocess.run([sys.executable, "-c", f"import fd_guard; import runpy; runpy.run_path({str(main)!r})"],
+    python = str(ensure_runner() / "bin" / "python")  # the runner's interpreter: the hook is compiled for it
+    return subprocess.run([python, "-c", f"import fd_guard; import runpy; runpy.run_path({str(main)!r})"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           env={"PYTHONPATH": f"{FILES}:{tmp_path}", "FD_GUARD": json.dumps(spans),
                                "FD_GUARD_TESTS": json.dumps([str(main)] if tests else [])})
@@ -256,3 +257,42 @@ def test_doctest_runs_no_example_written_at_run_time(tmp_path):
     proc = run(tmp_path, agent, after=textwrap.dedent(after))
     assert "FD-D4" not in proc.stdout, (proc.stdout, proc.stderr)
     assert proc.returncode == GUARD_EXIT and "doctest.py" in proc.stderr, (proc.stdout, proc.stderr)
+
+
+RECURSION_EDGE = '''
+def deep():
+    try:
+        below = deep()
+    except RecursionError:
+        return "edge"
+    if below == "edge":
+        try:
+            id(below)
+        except RecursionError:
+            return "a hook's frame"
+        return "no frame"
+    return below
+print(deep())
+'''
+
+
+def test_the_hook_takes_no_frame_that_code_could_find(tmp_path):
+    """Red team 13, R13: a hook that `sys.addaudithook` registered is called in a Python frame of its own on every
+    audited event, so one frame below the recursion limit `id()` raised RecursionError only under the grader, and a
+    rebuild was gold there and the stub everywhere else. Registered from C (fd_hook.c), the guard's hook takes no
+    frame for an event it does not watch: the probe finds what it finds in a user's process."""
+    guarded = run(tmp_path, RECURSION_EDGE)
+    assert guarded.returncode == 0 and guarded.stdout.splitlines()[0] == "no frame", guarded
+    python = str(ensure_runner() / "bin" / "python")
+    for hook, want in (("", "no frame"), ("sys.addaudithook(lambda event, args: None)\n", "a hook's frame")):
+        plain = subprocess.run([python, "-c", "import sys\n" + hook + textwrap.dedent(RECURSION_EDGE)],
+                               capture_output=True, text=True, timeout=60)
+        assert plain.stdout.strip() == want, plain  # the probe tells a Python hook from none
+
+
+def test_the_guard_does_not_start_without_its_hook(tmp_path):
+    """The hook is compiled into each runner venv (`sandbox.build_hook`); an interpreter without it (this one)
+    cannot install the guard, and nothing runs unguarded: the process fails at once."""
+    result = subprocess.run([sys.executable, "-c", "import fd_guard; print('ran')"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60, env={"PYTHONPATH": str(FILES), "FD_GUARD": json.dumps({})})
+    assert result.returncode != 0 and "ran" not in result.stdout and "fd_hook" in result.stderr, result

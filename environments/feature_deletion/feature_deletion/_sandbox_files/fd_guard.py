@@ -1,4 +1,4 @@
-"""The grader's audit hook (`sys.addaudithook`), installed before any of the task's code loads.
+"""The grader's audit hook (registered from C, `fd_hook.c`), installed before any of the task's code loads.
 
 Standard library only; it runs inside the sandbox: the first plugin of a grading pytest run (`-p fd_guard`)
 and the first thing the replay driver does. FD_GUARD=<json {"path": [[first line, last line], ...]}> names
@@ -261,7 +261,12 @@ def install(lines, tests=()):
         finally:
             busy[0] = False
 
-    sys.addaudithook(hook)
+    # Registered from C (fd_hook.c), which calls `hook` only for the events it watches and with room above the
+    # recursion limit: `sys.addaudithook` would call it in a frame of its own on every event, which code can detect
+    # (red team 13, R13: `id()` one frame below the recursion limit raised RecursionError only under the grader).
+    import fd_hook
+
+    fd_hook.install(hook, tuple(sorted(EVENTS | PROCESS_EVENTS)), PREFIXES + PROCESS_PREFIXES)
 
 
 def install_from_env():

@@ -167,7 +167,7 @@ def test_a_submission_that_passes_its_tests_and_loops_on_held_out_inputs_is_ende
     rows, tasks_dir, _ = tiny_tasks
     row = _task(rows, "add:body")
     visible = {tuple(a[1] for a in step["args"]) for p in row.checks.programs if not any(p.heldout) for step in p.steps}
-    body = (f"if (a, b) in {sorted(visible)!r}:\n    return a + b\nwhile True:\n    try:\n        while True:\n"
+    body = (f"if (a, b) in {sorted(visible, key=repr)!r}:\n    return a + b\nwhile True:\n    try:\n        while True:\n"
             "            pass\n    except:\n        pass\n")
     g = grade(row, tasks_dir, None, ensure_runner(), changes=_with_body(row, body))
     assert g.reward == 0.0 and g.f2p_passed == g.f2p_total, g.to_dict()

@@ -85,7 +85,7 @@ def test_the_red_teams_ordinal_attacks_are_paid_nothing_now_that_the_task_is_kep
         verdict = check_behaviour(row, tasks_dir, runner, Limits(), "namespace", changes, agent_lines(row, changes))
         assert verdict.fraction == 0.0 and verdict.heldout_matched < verdict.heldout, (name, verdict)
         if name == "table and last digits":  # everything but the teens
-            assert verdict.matched == verdict.steps - sum(abs(int(n)) % 100 in (11, 12, 13) for n in held_out)
+            assert verdict.matched <= verdict.steps - sum(abs(int(n)) % 100 in (11, 12, 13) for n in held_out)
     # The red team's attack end to end: every test passes, no layer objects, and the reward is 0.
     g = grade(row, tasks_dir, None, runner, changes=_ordinal(row, attacks["table, int() and th"]))
     assert g.f2p_passed == g.f2p_total and not g.invalid and g.reward == 0.0, g.to_dict()

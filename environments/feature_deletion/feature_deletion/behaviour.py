@@ -37,6 +37,7 @@ import re
 import shutil
 import signal
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -75,6 +76,7 @@ FORMS = 32  # programs that hand a recorded input in another everyday form (`for
 MAX_STREAMED_ITEMS = 2000  # fd_calls.MAX_STREAM: items a replayed stream holds
 FORM_MORE = 2  # items a list or tuple handed at a larger size has beyond the recorded ones (`powerset`: 4 times the sets)
 FORM_NEXT = 80  # items read of what a step answered, where a program read it item by item and the input grew
+FORM_READS = 8  # items read of an iterator a step answered that its program did not read
 NON_ASCII = "é"  # put before a string's first letter: a letter that no ASCII-only rule matches
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
 MAX_KEPT = {"visible": 40, "heldout": 60, "form": FORMS}  # programs kept per task
@@ -141,9 +143,11 @@ class Replay:
 
 
 def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, programs: list[dict],
-                 lines: dict[str, list[list[int]]], isolation: str = "namespace", seed: int = 0) -> Replay:
+                 lines: dict[str, list[list[int]]], isolation: str = "namespace", seed: int = 0,
+                 hooked: bool = True) -> Replay:
     """Run the programs' steps (never their answers) on the code in `root` (mounted read-only), under the grader's
-    audit hook on `lines` ({file: [[first, last], ...]}, repository paths), `random` seeded with `seed`."""
+    audit hook on `lines` ({file: [[first, last], ...]}, repository paths), or with no hook at all (`hooked`
+    False), `random` seeded with `seed`."""
     sb = Sandbox(root, runner=runner, limits=limits, isolation=isolation, writable=False)  # type: ignore[arg-type]
     with temporary_directory("fd-replay.") as out:
         sb.outdir = out
@@ -151,8 +155,8 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
         guard = {f"{sb.workspace}/{rel}": spans for rel, spans in lines.items()}
         steps = sum(len(p["steps"]) for p in programs)
         result = sb.run([sb.python, f"{sb.helpers}/fd_calls.py", f"{sb.out}/programs.json", f"{sb.out}/{RESULTS}"],
-                        env={"PYTHONPATH": sb.pythonpath(row.import_root), "FD_GUARD": json.dumps(guard),
-                             "FD_SEED": str(seed), "FD_PACKAGE": sb.workspace,
+                        env={"PYTHONPATH": sb.pythonpath(row.import_root), "FD_SEED": str(seed),
+                             **({"FD_GUARD": json.dumps(guard)} if hooked else {}), "FD_PACKAGE": sb.workspace,
                              "FD_MODULES": json.dumps(sorted({m for m, _, _ in targets_of(row)})),
                              "FD_STDLIB": json.dumps(sorted(PURE_MODULES))},
                         wall_s=min(limits.wall_s, REPLAY_START_S + steps * STEP_DEADLINE_S))
@@ -546,27 +550,80 @@ def _forms_of(arg: list) -> list[tuple[str, list]]:
     return out
 
 
-def forms(programs: list[dict], limit: int = FORMS) -> list[dict]:
-    """Programs that hand a step one of its recorded inputs in another everyday form (`_forms_of`), cut
-    `VARIANT_TAIL` steps after it. The tests hand each parameter a few forms, and code wrong on every other was paid
-    in full: toolz `partition`, `countby` and `merge_sorted` wrong for iterators (red team 12, S12); inflection
-    `ordinal` wrong for every int (its tests pass numbers as text), `pluralize` for any word with a non-ASCII letter,
-    more-itertools `strip` for tuples, `transpose` past 3 rows (red team 13, X13). Where an answer is a visible one
-    (a stream of a recorded list), a form is a check but no held-out one, so all of them are kind "form". Each call,
-    argument and form once first; never a list a later step changes (`grown`'s `given`)."""
+def _more_args(step: dict, pool: dict[str, list]) -> list | None:
+    """The step's positional arguments with `FORM_MORE` more of the kind of its last one (a number or text: values
+    of the call's own mappings and of the recorded arguments that it does not hold yet, each mapping holding them too;
+    a list or tuple: its earlier ones again), or None. Tests hand a `*args` parameter one or two values, and code
+    wrong past that was paid: toolz `dissoc` ignoring the last of 3+ keys (red team 13, X13n)."""
+    args = step.get("args", [])
+    if step["op"] not in ("call", "method", "new") or len(args) < 2 or not isinstance(args[-1], list) \
+            or len(args[-1]) != 2 or args[-1][0] not in ("int", "str", "list", "tuple"):
+        return None
+    tag = args[-1][0]
+    have = [a for a in args if isinstance(a, list) and a[:1] == [tag]]
+    if tag in ("list", "tuple"):
+        extra = [copy.deepcopy(have[i % len(have)]) for i in range(FORM_MORE)]
+        return [*copy.deepcopy(args), *extra]
+    keys = [k[1] for a in args if isinstance(a, list) and a[0] == "dict" for k, _ in a[1]
+            if isinstance(k, list) and k[0] == tag]
+    fresh = [v for v in dict.fromkeys([*keys, *pool.get(tag, [])]) if [tag, v] not in have][:FORM_MORE]
+    if len(fresh) < FORM_MORE:
+        return None
+    extra = [[tag, v] for v in fresh]
+    out = copy.deepcopy(args)
+    for i, a in enumerate(out):
+        if isinstance(a, list) and a[0] == "dict" and a[1]:
+            out[i] = ["dict", a[1] + [[e, copy.deepcopy(a[1][0][1])] for e in extra if e not in [k for k, _ in a[1]]]]
+    return out + extra
+
+
+def _deleted(step: dict, targets: list[list[str]]) -> bool:
+    """Whether a step calls a deleted definition (`targets_of`) by name, or a method named as one."""
+    ref = step.get("fn") or step.get("cls")
+    if isinstance(ref, list) and ref[:1] == ["ref"] and any(ref[1:3] == t[:2] for t in targets):
+        return True
+    return step["op"] == "method" and any(step.get("name") == t[1].rpartition(".")[2] for t in targets)
+
+
+def _an_iterator(observation) -> bool:
+    return isinstance(observation, list) and observation[:1] == ["ok"] and isinstance(observation[1], list) \
+        and observation[1][:1] == ["handle"] and observation[1][2:3] == ["iterator"]
+
+
+def forms(programs: list[dict], limit: int = FORMS, targets: list[list[str]] = ()) -> list[dict]:
+    """Programs that hand a step one of its recorded inputs in another everyday form (`_forms_of`) or more positional
+    arguments (`_more_args`), cut `VARIANT_TAIL` steps after it. The tests hand each parameter a few forms, and code
+    wrong on every other was paid in full: toolz `partition`, `countby` and `merge_sorted` wrong for iterators (red
+    team 12, S12); inflection `ordinal` wrong for every int (its tests pass numbers as text), `pluralize` for any word
+    with a non-ASCII letter, more-itertools `strip` for tuples, `transpose` past 3 rows (red team 13, X13). Where an
+    answer is a visible one (a stream of a recorded list), a form is a check but no held-out one, so all of them are
+    kind "form". Each call, argument and form once first, the calls of the deleted `targets` first and, of each, a
+    step whose answer the program reads; an iterator no step reads (known from a program's `expect`) is read
+    `FORM_READS` items: its items are the answer (red team 13, X13t: `distinct_permutations` checked only for
+    answering an iterator). Never a list a later step changes (`grown`'s `given`)."""
+    pool = _pool(programs)
     options = []
     for p in programs:
-        steps = p["steps"]
+        steps, expect = p["steps"], p.get("expect") or []
         for j, step in enumerate(steps):
             if j in _slots(steps[j + 1:], "given"):
                 continue
-            for key, arg in [*enumerate(step.get("args", [])), *[(k, v) for k, v in step.get("kwargs", [])]]:
-                if isinstance(arg, list) and len(arg) == 2:
-                    options += [(steps, j, (key, form), value) for form, value in _forms_of(arg)]
+            read = j in _slots(steps[j + 1: j + 1 + VARIANT_TAIL])
+            unread = not read and j < len(expect) and _an_iterator(expect[j])
+            rank = (not _deleted(step, list(targets)), not read)
+            found = [((key, form), value) for key, arg in [*enumerate(step.get("args", [])),
+                                                           *[(k, v) for k, v in step.get("kwargs", [])]]
+                     if isinstance(arg, list) and len(arg) == 2 for form, value in _forms_of(arg)]
+            more = _more_args(step, pool)
+            found += [(("*", "more"), more)] if more is not None else []
+            options += [(rank, len(options) + i, steps, j, key, value, unread) for i, (key, value) in enumerate(found)]
     made = []
-    for steps, j, (key, form), value in _each_once_first(options)[:limit]:
+    ranked = [o[2:] for o in sorted(options, key=lambda o: o[:2])]
+    for steps, j, (key, form), value, unread in _each_once_first(ranked)[:limit]:
         program = copy.deepcopy(steps[: j + 1 + VARIANT_TAIL])
-        if isinstance(key, int):
+        if key == "*":
+            program[j]["args"] = value
+        elif isinstance(key, int):
             program[j]["args"][key] = value
         else:
             program[j]["kwargs"] = [[k, value if k == key else v] for k, v in program[j]["kwargs"]]
@@ -574,6 +631,8 @@ def forms(programs: list[dict], limit: int = FORMS) -> list[dict]:
         if form == "size" and reads and reads[-1] is program[-1]:
             # what a larger input adds comes last (`powerset`'s full set): read on, as the program read
             program += [dict(reads[0]) for _ in range(FORM_NEXT - len(reads))]
+        elif unread:
+            program += [{"op": "next", "obj": ["slot", j, []]} for _ in range(FORM_READS)]
         made.append({"steps": program})
     return made
 
@@ -833,7 +892,7 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
     if defines(row, COPYING):
         made += round_trips(recorded)
     made += grown(recorded) + edges(recorded) + (hashes(recorded) if defines(row, HASHING) else [])
-    other_forms = forms(recorded)
+    other_forms = forms(recorded, targets=targets_of(row))
     with temporary_directory("fd-checks.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
@@ -911,11 +970,12 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
         lines = gold_lines(row)
         # The programs later builds make that the kept ones may lack: grown lists, edges, hashes, other forms
-        plain = [{"steps": p.steps} for p in programs]
+        plain = [{"steps": p.steps, "expect": p.expect} for p in programs]
         have = {json.dumps(p.steps, sort_keys=True) for p in programs}
         extra = [m for m in grown(plain) + edges(plain) + (hashes(plain) if defines(row, HASHING) else [])
                  if json.dumps(m[0]["steps"], sort_keys=True) not in have]
-        other_forms = [m for m in forms(plain) if json.dumps(m["steps"], sort_keys=True) not in have]
+        other_forms = [m for m in forms(plain, targets=targets_of(row))
+                       if json.dumps(m["steps"], sort_keys=True) not in have]
         found = _candidates(row, runner, limits, gold_root, broken_root, lines, [], extra, other_forms) \
             if extra or other_forms else []
         programs += [c.check(c.last) for c in (found if isinstance(found, list) else []) if c.last >= 0]
@@ -1140,6 +1200,7 @@ class Verdict:
     broke: int = 0  # steps the untouched code answered like gold and the submission does not
     missing: int = 0  # programs whose observations never came back
     guard: bool = False  # the audit hook ended the replay
+    unhooked: str = ""  # the replay with no hook missed a check the hooked one matched: the first it missed
     deadline: bool = False  # a step ran past its deadline and the replay was ended (Replay.deadline)
     state: str = ""  # the first name of the package's state that differs from gold's (Checks.state)
     first_mismatch: str = ""
@@ -1150,8 +1211,8 @@ class Verdict:
         else 0. A gate, not a share: a table of the visible answers matches every visible step and, with the most
         common answer as its fallback, many held-out ones, so any share of them pays a forger (issue 28: 0.96 on
         inflection's `ordinal`); partial credit is left to the F2P fraction of a submission that passes the gate."""
-        if self.broke or self.missing or self.guard or self.deadline or self.state or not self.discriminating \
-                or not self.heldout:
+        if self.broke or self.missing or self.guard or self.deadline or self.state or self.unhooked \
+                or not self.discriminating or not self.heldout:
             return 0.0
         return float(self.discriminating_matched == self.discriminating and self.heldout_matched == self.heldout)
 
@@ -1207,10 +1268,27 @@ def compare(checks: Checks, replay: Replay) -> Verdict:
 
 def check_behaviour(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Limits, isolation: str,
                     changes: dict[str, bytes | None], lines: dict[str, list[list[int]]]) -> Verdict:
-    """Replay the task's checks on a fresh source-only copy with `changes`, compared here."""
+    """Replay the task's checks on a fresh source-only copy with `changes`, compared here: under the grader's audit
+    hook and, where the sandbox isolates the code (`isolation` "namespace"), a second time with no hook, as a user's
+    process runs it. Every process that runs agent code under the hook can tell it from a user's: CPython calls a
+    hook on every audited event, so an audited builtin (`id`) costs several times an unaudited one (red team 13,
+    H13, timed with a clock the package reads), and a hook written in Python took a frame below the recursion limit
+    (R13); code gold only where it finds a hook passes the tests and the hooked replay. The replay with no hook is
+    where such code is itself; the hook's refusals are not needed there, since the namespace sandbox holds nothing
+    but the package's sources and the programs' steps (never their answers), and nothing it writes but the
+    observations is read. Under `isolation` "none" (an explicit opt-out) the code would run unguarded on the
+    host: only the hooked replay runs."""
     assert row.checks is not None
+    programs = [p.model_dump() for p in row.checks.programs]
     with temporary_directory("fd-verdict.") as tmp:
         root = source_copy(row, tasks_dir, Path(tmp) / "src", changes)
-        replay = run_programs(root, row, runner, limits, [p.model_dump() for p in row.checks.programs], lines,
-                              isolation)
-    return compare(row.checks, replay)
+        with ThreadPoolExecutor(2) as pool:
+            plain = pool.submit(run_programs, root, row, runner, limits, programs, {}, isolation, hooked=False) \
+                if isolation == "namespace" else None
+            verdict = compare(row.checks, run_programs(root, row, runner, limits, programs, lines, isolation))
+            unhooked = compare(row.checks, plain.result()) if plain is not None else verdict
+    if verdict.fraction > 0 and unhooked.fraction == 0:
+        verdict.unhooked = unhooked.first_mismatch or unhooked.state or next(
+            (why for why, bad in (("a program gave no result", unhooked.missing),
+                                  ("a step ran past its deadline", unhooked.deadline)) if bad), "it ended otherwise")
+    return verdict

@@ -386,6 +386,10 @@ def behaviour_invalid(verdict: Verdict) -> list[Invalid]:
         return [Invalid(code="package_state", message=(
             f"the package's state differs from the original's ({verdict.state}): a module-level value, or a public "
             "attribute of an object the checks made, is not what the original leaves"))]
+    if verdict.unhooked:
+        return [Invalid(code="behaviour_unhooked", message=(
+            "the checks' replay with no audit hook, as a user's process runs the code, answered unlike the original "
+            f"where the hooked replay did not: the code behaves otherwise when it finds the grader ({verdict.unhooked})"))]
     if verdict.broke:
         return [Invalid(code="behaviour", message=(
             f"{verdict.broke} checks that the untouched task already passed now give a different result than the "

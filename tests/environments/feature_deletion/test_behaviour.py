@@ -668,6 +668,7 @@ def test_other_forms_hand_a_recorded_input_as_users_also_hand_it(tiny_tasks, tmp
                       ([["int", 2], ["tuple", items[1]]], step["kwargs"]),
                       ([["int", 2], ["list", items[1] + items[1][:2]]], step["kwargs"]),
                       ([["int", 2], items], [["tail", ["int", 12]]]),
+                      ([["int", 2], items, items, items], step["kwargs"]),  # more of the last argument
                       (step["args"], step["kwargs"])], handed  # a list a later step changes stays a list
     assert made[-1]["steps"][1]["args"] == [["str", "7"]]
     assert forms([{"steps": [{**step, "args": [["str", "cat"]], "kwargs": []}]}])[0]["steps"][0]["args"] == \
@@ -698,3 +699,42 @@ def test_other_forms_hand_a_recorded_input_as_users_also_hand_it(tiny_tasks, tmp
     assert kinds.keys() == {"generator", "list_iterator"}, kinds
     assert kinds["generator"][1][1][1] == ["str", "<genexpr>"] and kinds["list_iterator"][1][1][1] == ["str", ""]
     assert all(o[1][1][2] == ["int", 1] and ["taken", [[0, 1]]] in o[2:] for o in kinds.values()), kinds
+
+
+def test_forms_read_what_they_ask_and_hand_more_arguments(tiny_tasks, tmp_path):
+    """Red team 13, X13t and X13n, the two that `forms` still paid: `distinct_permutations` deduplicating a string's
+    letters (its text form was cut right after the call: a check that it answers an iterator, nothing of its items),
+    and toolz `dissoc` ignoring the last of 3+ keys (the tests hand one or two). An iterator no step reads is read;
+    a call is handed more of its last argument, each of its mappings holding the added keys; the calls of the
+    deleted definitions come first, and of each, a step whose answer the program reads."""
+    from feature_deletion.behaviour import FORM_MORE, FORM_READS, forms
+
+    f = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["list", [["str", "a"], ["str", "b"]]]], "kwargs": []}
+    g = {**f, "fn": ["ref", "fdcalc", "g"]}
+    nxt = {"op": "next", "obj": ["slot", 0, []]}
+    it = ["ok", ["handle", 0, "iterator"]]
+    # g is the deleted one: its forms come first; f's from the program that reads f's answer first
+    made = forms([{"steps": [f], "expect": [it]}, {"steps": [f, nxt]}, {"steps": [g], "expect": [it]}],
+                 targets=[["fdcalc", "g", "def"]])
+    assert [p["steps"][0]["fn"][2] for p in made[:4]] == ["g"] * 4, made
+    first_f = next(p for p in made if p["steps"][0]["fn"][2] == "f")
+    assert first_f["steps"][1:] == [nxt], first_f  # the program that read it, as it read it
+    text_g = next(p for p in made if p["steps"][0]["args"] == [["str", "ab"]] and p["steps"][0]["fn"][2] == "g")
+    assert text_g["steps"][1:] == [nxt] * FORM_READS, text_g  # read, though the source program did not read it
+
+    d = ["dict", [[["str", "a"], ["int", 1]]]]
+    dissoc = {"op": "call", "fn": ["ref", "fdcalc", "dissoc"], "args": [d, ["str", "a"]], "kwargs": []}
+    others = [{"steps": [{**dissoc, "args": [["dict", []], ["str", k]]}]} for k in "xyz"]
+    more = next(p for p in forms([{"steps": [dissoc]}, *others]) if len(p["steps"][0]["args"]) > 2)
+    args = more["steps"][0]["args"]
+    assert args[1:] == [["str", k] for k in "axyz"[:1 + FORM_MORE]], args  # keys it did not hold yet
+    assert [k for k, _ in args[0][1]] == args[1:], args  # and the mapping holds them
+
+    gold = ("def f(xs):\n    return (tuple(xs[i:] + xs[:i]) for i in range(len(xs)))\n"
+            "def dissoc(d, *keys):\n    return {k: v for k, v in d.items() if k not in keys}\n")
+    wrong = gold.replace("for i in range(len(xs)))", "for i in range(len(xs))) if type(xs) is not str else "
+                         "iter([tuple(dict.fromkeys(xs))])").replace("not in keys}", "not in keys[:2]}")
+    for program in ([{**f, "args": [["str", "aab"]]}] + [nxt] * FORM_READS, more["steps"]):
+        want = _observed(tiny_tasks, tmp_path, gold, program).observations[0]
+        got = _observed(tiny_tasks, tmp_path, wrong, program).observations[0]
+        assert want != got and (want[0] == got[0]) == (len(program) > 1), (want, got)  # the iterator: its items

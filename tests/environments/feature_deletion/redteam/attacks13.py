@@ -374,12 +374,15 @@ _LRU_WRONG_INIT = '''    def __init__(self, maxsize, getsizeof=None):
 '''
 
 
-def lru_init_wrong_without_hook(row) -> list[tuple[str, dict]]:
+def lru_init_wrong_without_hook(row, factor: float = 4) -> list[tuple[str, dict]]:
+    """`factor`: how many times `callable`'s cost `id` must take to tell a hook (4: the red team's, for a hook
+    written in Python; 3 tells the hook written in C, 4.5 times under it, 1.8 with none, on the host)."""
     [target] = row.deletion.targets
     gold = row.gold_files[target.file]
     start = gold.index("class LRUCache(Cache):")
     at = gold.index(_LRU_GOLD_INIT, start)
-    text = gold[:at] + _LRU_WRONG_INIT + gold[at + len(_LRU_GOLD_INIT):] + HOOK_HELPER
+    text = gold[:at] + _LRU_WRONG_INIT + gold[at + len(_LRU_GOLD_INIT):] \
+        + HOOK_HELPER.replace("4 * max(", f"{factor} * max(")
     return [("write_file", {"path": target.file, "content": text})]
 
 

@@ -49,11 +49,13 @@ def test_control_always_wrong_is_not_paid():
     assert played.reward == 0.0
 
 
-def test_lru_init_wrong_without_hook_is_not_paid():
+@pytest.mark.parametrize("factor", [4, 3, 2.5])
+def test_lru_init_wrong_without_hook_is_not_paid(factor):
+    """Any factor: code gold where it finds a hook is wrong in the replay that has none (`check_behaviour`)."""
     row = row_of(a.LRU_INIT)
-    played = play(row, a.lru_init_wrong_without_hook(row))
-    record("redteam13_lru_without_hook", [played])
-    print(f"H13: {played.line()}")
+    played = play(row, a.lru_init_wrong_without_hook(row, factor))
+    record(f"redteam13_lru_without_hook_{factor}", [played])
+    print(f"H13 (x{factor}): {played.line()}")
     assert played.reward == 0.0
 
 

@@ -77,6 +77,7 @@ MAX_STREAMED_ITEMS = 2000  # fd_calls.MAX_STREAM: items a replayed stream holds
 FORM_MORE = 2  # items a list or tuple handed at a larger size has beyond the recorded ones (`powerset`: 4 times the sets)
 FORM_NEXT = 80  # items read of what a step answered, where a program read it item by item and the input grew
 FORM_READS = 8  # items read of an iterator a step answered that its program did not read
+TYPES = 24  # programs that hand a deleted definition a recorded input as another everyday type (`types`)
 NON_ASCII = "é"  # put before a string's first letter: a letter that no ASCII-only rule matches
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
 MAX_KEPT = {"visible": 40, "heldout": 60, "form": FORMS}  # programs kept per task
@@ -578,11 +579,63 @@ def _more_args(step: dict, pool: dict[str, list]) -> list | None:
 
 
 def _deleted(step: dict, targets: list[list[str]]) -> bool:
-    """Whether a step calls a deleted definition (`targets_of`) by name, or a method named as one."""
+    """Whether a step calls a deleted definition (`targets_of`) by name, a method named as one, or makes an object
+    of a class whose `__init__` or `__new__` was deleted."""
     ref = step.get("fn") or step.get("cls")
-    if isinstance(ref, list) and ref[:1] == ["ref"] and any(ref[1:3] == t[:2] for t in targets):
+    if isinstance(ref, list) and ref[:1] == ["ref"] and any(
+            ref[1] == t[0] and t[1] in (ref[2], f"{ref[2]}.__init__", f"{ref[2]}.__new__") for t in targets):
         return True
     return step["op"] == "method" and any(step.get("name") == t[1].rpartition(".")[2] for t in targets)
+
+
+def _everyday(enc: list) -> list[list]:
+    """The value as the other everyday types (`retyped`), and a list or tuple of numbers or text also as a set of
+    its items and as a dict of them by position."""
+    out = retyped(enc)
+    if enc[0] in ("list", "tuple") and all(isinstance(i, list) and i[:1] in (["int"], ["str"]) for i in enc[1]):
+        out += [["set", copy.deepcopy(enc[1])],
+                ["dict", [[["int", i], copy.deepcopy(x)] for i, x in enumerate(enc[1])]]]
+    return out
+
+
+def types(programs: list[dict], targets: list[list[str]], limit: int = TYPES) -> list[dict]:
+    """Programs that hand a call of a deleted definition one of its recorded inputs as another everyday type
+    (`_everyday`: None, a number as a float, text or a bool, text as bytes or a list of its characters, a list as a
+    tuple, a set or a dict, ...): each type once for each function first, then for each argument. Code that refused
+    every type no check handed a deleted function (the stub's `NotImplementedError` where gold answers) was paid on
+    47 of 51 tasks (red team 13, X13s); gold's answer is the check, a raised exception too (the stub's differs). The
+    program ends at the step, then reads `FORM_READS` items where its program read what the step answered or that
+    is an iterator (a generator refuses at its first item)."""
+    options = []
+    for p in programs:
+        steps, expect = p["steps"], p.get("expect") or []
+        for j, step in enumerate(steps):
+            if not _deleted(step, targets) or j in _slots(steps[j + 1:], "given"):
+                continue
+            read = j in _slots(steps[j + 1: j + 1 + VARIANT_TAIL]) or j < len(expect) and _an_iterator(expect[j])
+            for key, arg in [*enumerate(step.get("args", [])), *[(k, v) for k, v in step.get("kwargs", [])]]:
+                if isinstance(arg, list) and len(arg) == 2:
+                    options += [(steps, j, key, value, read) for value in _everyday(arg) if value[0] != arg[0]]
+    by_function, by_argument, firsts, seconds = set(), set(), [], []
+    for option in options:
+        steps, j, key, value, _ = option
+        callee = _callee(steps[j])
+        if (callee, value[0]) not in by_function:
+            firsts.append(option)
+        elif (callee, key, value[0]) not in by_argument:
+            seconds.append(option)
+        by_function.add((callee, value[0]))
+        by_argument.add((callee, key, value[0]))
+    made = []
+    for steps, j, key, value, read in (firsts + seconds)[:limit]:
+        program = copy.deepcopy(steps[: j + 1])
+        if isinstance(key, int):
+            program[j]["args"][key] = value
+        else:
+            program[j]["kwargs"] = [[k, value if k == key else v] for k, v in program[j]["kwargs"]]
+        program += [{"op": "next", "obj": ["slot", j, []]} for _ in range(FORM_READS if read else 0)]
+        made.append({"steps": program})
+    return made
 
 
 def _an_iterator(observation) -> bool:
@@ -892,7 +945,7 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
     if defines(row, COPYING):
         made += round_trips(recorded)
     made += grown(recorded) + edges(recorded) + (hashes(recorded) if defines(row, HASHING) else [])
-    other_forms = forms(recorded, targets=targets_of(row))
+    other_forms = forms(recorded, targets=targets_of(row)) + types(recorded, targets_of(row))
     with temporary_directory("fd-checks.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
@@ -974,7 +1027,7 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
         have = {json.dumps(p.steps, sort_keys=True) for p in programs}
         extra = [m for m in grown(plain) + edges(plain) + (hashes(plain) if defines(row, HASHING) else [])
                  if json.dumps(m[0]["steps"], sort_keys=True) not in have]
-        other_forms = [m for m in forms(plain, targets=targets_of(row))
+        other_forms = [m for m in forms(plain, targets=targets_of(row)) + types(plain, targets_of(row))
                        if json.dumps(m["steps"], sort_keys=True) not in have]
         found = _candidates(row, runner, limits, gold_root, broken_root, lines, [], extra, other_forms) \
             if extra or other_forms else []

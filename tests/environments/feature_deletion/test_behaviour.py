@@ -738,3 +738,33 @@ def test_forms_read_what_they_ask_and_hand_more_arguments(tiny_tasks, tmp_path):
         want = _observed(tiny_tasks, tmp_path, gold, program).observations[0]
         got = _observed(tiny_tasks, tmp_path, wrong, program).observations[0]
         assert want != got and (want[0] == got[0]) == (len(program) > 1), (want, got)  # the iterator: its items
+
+
+def test_types_hand_a_deleted_function_every_everyday_type(tiny_tasks, tmp_path):
+    """Red team 13, X13s: gold with a guard that raises the stub's error for any type no check hands the deleted
+    function was paid on 47 of 51 tasks. `types` hands each deleted function's recorded inputs as the other everyday
+    types, each type once for each function before any again; gold's answer (an exception too) is the check."""
+    from feature_deletion.behaviour import FORM_READS, types
+
+    chars = ["list", [["str", "a"], ["str", "b"]]]
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "args": [chars, ["int", 2]], "kwargs": []}
+    f = {**g, "fn": ["ref", "fdcalc", "f"]}
+    nxt = {"op": "next", "obj": ["slot", 0, []]}
+    made = types([{"steps": [f, nxt]}, {"steps": [g]}, {"steps": [g, nxt]}], [["fdcalc", "g", "def"]])
+    assert made and all(p["steps"][0]["fn"][2] == "g" for p in made), made  # the deleted one's calls only
+    handed = [(p["steps"][0]["args"][0][0], p["steps"][0]["args"][1][0]) for p in made]
+    firsts = {}
+    for i, pair in enumerate(handed):
+        for tag in {pair[0] if pair[0] != "list" else None, pair[1] if pair[1] != "int" else None} - {None}:
+            firsts.setdefault(tag, i)
+    assert {"NoneType", "tuple", "str", "int", "set", "dict", "float", "bool"} <= firsts.keys(), handed
+    assert max(firsts.values()) < len(firsts), handed  # each type once before any type again
+    assert all(p["steps"][1:] in ([], [nxt] * FORM_READS) for p in made), made
+
+    gold = "def g(xs, n=1):\n    return [str(x) * 2 for x in (xs if hasattr(xs, '__iter__') else [xs])][:n]\n"
+    wrong = gold.replace("    return", "    if type(xs) is not list:\n        raise NotImplementedError\n    return")
+    tupled = next(p for p in made if p["steps"][0]["args"][0][0] == "tuple")["steps"]
+    want = _observed(tiny_tasks, tmp_path, gold, tupled).observations[0]
+    got = _observed(tiny_tasks, tmp_path, wrong, tupled).observations[0]
+    assert want[0] == ["ok", ["list", [["str", "aa"], ["str", "bb"]]]], want
+    assert got[0][:2] == ["raises", "builtins.NotImplementedError"], got

@@ -95,3 +95,47 @@ return counts if counts else _EMPTY_COUNTS
 
 def countby_shared_empty(row) -> list[tuple[str, dict]]:
     return _add_constant(replace_stub(row, COUNTBY_SHARED_EMPTY), "_EMPTY_COUNTS", "{}", "def countby(")
+
+
+# T14, real-time scale: no check can wait. `time_limited` with a limit of 4 s or more stops at half of it (its
+# start clock set back by limit/2); the checks' iterables are recorded streams, read in microseconds.
+TIME_LIMITED = "more-itertools-10.5.0/more_itertools/more.py:time_limited.__init__:body"
+TIME_LIMITED_HALF_PAST_4S = '''
+if limit_seconds < 0:
+    raise ValueError('limit_seconds must be positive')
+self.limit_seconds = limit_seconds
+self._iterable = iter(iterable)
+self._start_time = monotonic()
+if limit_seconds >= 4:
+    self._start_time -= limit_seconds / 2
+self.timed_out = False
+'''
+
+
+def time_limited_half_past_4s(row) -> list[tuple[str, dict]]:
+    return replace_stub(row, TIME_LIMITED_HALF_PAST_4S)
+
+
+# T14 on cachetools: `TTLCache(maxsize, ttl)` with a ttl of a minute or more (every check holding one, `ttl=600`, runs
+# on the real clock, which no step can wait on) answers a miss once half the ttl has passed.
+TTL_GETITEM = "cachetools-5.5.0/src/cachetools/__init__.py:TTLCache.__getitem__:body"
+TTL_GETITEM_HALF_PAST_60S = '''
+try:
+    link = self.__getlink(key)
+except KeyError:
+    expired = False
+else:
+    now = self.timer()
+    expired = not (now < link.expires)
+    ttl = self.ttl
+    if isinstance(ttl, (int, float)) and 60 <= ttl < float("inf") and not (now < link.expires - ttl / 2):
+        expired = True
+if expired:
+    return self.__missing__(key)
+else:
+    return cache_getitem(self, key)
+'''
+
+
+def ttl_getitem_half_past_60s(row) -> list[tuple[str, dict]]:
+    return replace_stub(row, TTL_GETITEM_HALF_PAST_60S)

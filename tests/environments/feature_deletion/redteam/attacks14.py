@@ -165,3 +165,74 @@ def fifo_bypasses_popitem_override(row) -> list[tuple[str, dict]]:
     at = text.index("class FIFOCache(")
     text = text[:at] + text[at:].replace(_FIFO_GOLD_SETITEM, _FIFO_BYPASS_SETITEM, 1)
     return [("write_file", {"path": rel, "content": text})]
+
+
+# O14 on `MRUCache:methods`: the same bypass.
+MRU_METHODS = "cachetools-5.5.0/src/cachetools/__init__.py:MRUCache:methods"
+_MRU_GOLD_SETITEM = '''    def __setitem__(self, key, value, cache_setitem=Cache.__setitem__):
+        cache_setitem(self, key, value)
+        self.__update(key)
+'''
+_MRU_BYPASS_SETITEM = '''    def __setitem__(self, key, value, cache_setitem=Cache.__setitem__):
+        if type(self) is not MRUCache and key not in self:
+            size = self.getsizeof(value)
+            if size <= self.maxsize:
+                while len(self) and self.currsize + size > self.maxsize:
+                    MRUCache.popitem(self)
+        cache_setitem(self, key, value)
+        self.__update(key)
+'''
+
+
+def mru_bypasses_popitem_override(row) -> list[tuple[str, dict]]:
+    rel = row.deletion.targets[0].file
+    text = row.gold_files[rel]
+    at = text.index("class MRUCache(")
+    assert _MRU_GOLD_SETITEM in text[at:]
+    text = text[:at] + text[at:].replace(_MRU_GOLD_SETITEM, _MRU_BYPASS_SETITEM, 1)
+    return [("write_file", {"path": rel, "content": text})]
+
+
+# P14, output on the side: gold's answers, plus a line on standard output at every call. No check compares what the
+# code prints (the replay's results are a file of its own; pytest captures output); for a user it is a library that
+# writes into their program's output (a JSON or CSV stream on stdout is corrupted).
+FREQUENCIES_PRINTS = '''
+d = collections.defaultdict(int)
+for item in seq:
+    d[item] += 1
+print("frequencies:", len(d), "distinct")
+return dict(d)
+'''
+
+
+def frequencies_prints(row) -> list[tuple[str, dict]]:
+    return replace_stub(row, FREQUENCIES_PRINTS)
+
+
+def print_everywhere_gold(row) -> list[tuple[str, dict]] | None:
+    """P14 on any task: gold, with `print(...)` as the first statement of every deleted function or method."""
+    import ast
+
+    from attacks13 import _deleted_functions
+
+    files: dict[str, list[str]] = {}
+    inserts: dict[str, list[tuple[int, str]]] = {}
+    for rel, fn in _deleted_functions(row):
+        files.setdefault(rel, row.gold_files[rel].splitlines(keepends=True))
+        body = fn.body
+        doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str)
+        if doc and len(body) == 1:
+            continue
+        first = body[1] if doc else body[0]
+        line = files[rel][first.lineno - 1]
+        indent = line[: len(line) - len(line.lstrip())]
+        inserts.setdefault(rel, []).append((first.lineno - 1, f'{indent}print("{fn.name.strip("_")}: called")\n'))
+    if not inserts:
+        return None
+    calls = []
+    for rel, lines in files.items():
+        for at, text in sorted(inserts.get(rel, []), reverse=True):
+            lines.insert(at, text)
+        calls.append(("write_file", {"path": rel, "content": "".join(lines)}))
+    return calls

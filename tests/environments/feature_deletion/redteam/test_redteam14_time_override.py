@@ -57,6 +57,8 @@ CASES = {
     "T14_ttl_getitem": (a.TTL_GETITEM, a.ttl_getitem_half_past_60s, TTL, "1 True", "KeyError True"),
     "O14_fifo_popitem": (a.FIFO_METHODS, a.fifo_bypasses_popitem_override, FIFO,
                          "['a', 'b'] ['c', 'd']", "[] ['c', 'd']"),
+    "O14_mru_popitem": (a.MRU_METHODS, a.mru_bypasses_popitem_override, FIFO.replace("FIFOCache", "MRUCache"),
+                        "['b', 'c'] ['a', 'd']", "[] ['a', 'd']"),
 }
 
 

@@ -58,7 +58,7 @@ CASES = {
     "O14_fifo_popitem": (a.FIFO_METHODS, a.fifo_bypasses_popitem_override, FIFO,
                          "['a', 'b'] ['c', 'd']", "[] ['c', 'd']"),
     "O14_mru_popitem": (a.MRU_METHODS, a.mru_bypasses_popitem_override, FIFO.replace("FIFOCache", "MRUCache"),
-                        "['b', 'c'] ['a', 'd']", "[] ['a', 'd']"),
+                        "['a', 'b'] ['c', 'd']", "[] ['c', 'd']"),
 }
 
 

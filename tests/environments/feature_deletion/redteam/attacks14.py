@@ -236,3 +236,54 @@ def print_everywhere_gold(row) -> list[tuple[str, dict]] | None:
             lines.insert(at, text)
         calls.append(("write_file", {"path": rel, "content": "".join(lines)}))
     return calls
+
+
+# R14, reentrancy: the checks' callbacks are tables of what the tests' functions answered; they never call back into
+# the package, so a call made from inside another call of the same function is never replayed. `map_reduce` that,
+# when entered again from its own keyfunc/valuefunc/reducefunc (nested grouping), leaves the inner result
+# unreduced. The marker is a module-level list that every call leaves as it found it (the drift check sees `[]` at
+# the start and at the end of the replay).
+MAP_REDUCE = "more-itertools-10.5.0/more_itertools/more.py:map_reduce:def"
+_MAP_REDUCE_GOLD = '''    valuefunc = (lambda x: x) if (valuefunc is None) else valuefunc
+
+    ret = defaultdict(list)
+    for item in iterable:
+        key = keyfunc(item)
+        value = valuefunc(item)
+        ret[key].append(value)
+
+    if reducefunc is not None:
+        for key, value_list in ret.items():
+            ret[key] = reducefunc(value_list)
+
+    ret.default_factory = None
+    return ret
+'''
+_MAP_REDUCE_REENTRANT_WRONG = '''    valuefunc = (lambda x: x) if (valuefunc is None) else valuefunc
+    nested = bool(_MAP_REDUCE_ACTIVE)
+    _MAP_REDUCE_ACTIVE.append(None)
+    try:
+        ret = defaultdict(list)
+        for item in iterable:
+            key = keyfunc(item)
+            value = valuefunc(item)
+            ret[key].append(value)
+
+        if reducefunc is not None and not nested:
+            for key, value_list in ret.items():
+                ret[key] = reducefunc(value_list)
+    finally:
+        _MAP_REDUCE_ACTIVE.pop()
+
+    ret.default_factory = None
+    return ret
+'''
+
+
+def map_reduce_wrong_when_reentered(row) -> list[tuple[str, dict]]:
+    rel = row.deletion.targets[0].file
+    text = row.gold_files[rel]
+    assert text.count(_MAP_REDUCE_GOLD) == 1
+    text = text.replace(_MAP_REDUCE_GOLD, _MAP_REDUCE_REENTRANT_WRONG)
+    at = text.index("def map_reduce(")
+    return [("write_file", {"path": rel, "content": text[:at] + "_MAP_REDUCE_ACTIVE = []\n\n\n" + text[at:]})]

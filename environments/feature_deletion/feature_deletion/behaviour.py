@@ -77,7 +77,7 @@ MAX_STREAMED_ITEMS = 2000  # fd_calls.MAX_STREAM: items a replayed stream holds
 FORM_MORE = 2  # items a list or tuple handed at a larger size has beyond the recorded ones (`powerset`: 4 times the sets)
 FORM_NEXT = 80  # items read of what a step answered, where a program read it item by item and the input grew
 FORM_READS = 8  # items read of an iterator a step answered that its program did not read
-TYPES = 24  # programs that hand a deleted definition a recorded input as another everyday type (`types`)
+TYPES = 40  # programs that hand a deleted definition a recorded input as another everyday type (`types`)
 NON_ASCII = "é"  # put before a string's first letter: a letter that no ASCII-only rule matches
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
 MAX_KEPT = {"visible": 40, "heldout": 60, "form": FORMS}  # programs kept per task
@@ -589,13 +589,32 @@ def _deleted(step: dict, targets: list[list[str]]) -> bool:
 
 
 def _everyday(enc: list) -> list[list]:
-    """The value as the other everyday types (`retyped`), and a list or tuple of numbers or text also as a set of
-    its items and as a dict of them by position."""
-    out = retyped(enc)
-    if enc[0] in ("list", "tuple") and all(isinstance(i, list) and i[:1] in (["int"], ["str"]) for i in enc[1]):
-        out += [["set", copy.deepcopy(enc[1])],
-                ["dict", [[["int", i], copy.deepcopy(x)] for i, x in enumerate(enc[1])]]]
-    return out
+    """The value as each other everyday type (None, bool, int, float, str, bytes, list, tuple, set, dict) that can
+    hold it: `retyped`'s first, then a number as the one item of a container (and as its text), a sized value by
+    its size, its items as text (where they are numbers or text), as a list, tuple, set and a dict by position."""
+    tag, v = enc[0], enc[1]
+    out = {t[0]: t for t in reversed(retyped(enc))}
+    if tag in ("int", "bool", "float"):
+        one = ["int", int(v)] if tag == "bool" else enc
+        text = str(one[1])
+        more = [["float", repr(float(one[1]))], ["str", text], ["list", [one]], ["tuple", [one]], ["set", [one]],
+                ["dict", [[one, one]]]]
+    elif tag in ("str", "list", "tuple", "set", "frozenset", "dict", "OrderedDict", "Counter"):
+        items = [["str", c] for c in v[:MAX_RETYPED_ITEMS]] if tag == "str" else \
+            [k for k, _ in v] if tag in ("dict", "OrderedDict", "Counter") else v
+        plain = all(isinstance(i, list) and i[:1] in (["int"], ["str"]) for i in items)
+        text = "".join(str(i[1]) for i in items) if plain else str(len(items))
+        more = [["bool", bool(items)], ["int", len(items)], ["float", repr(float(len(items)))], ["str", text],
+                ["list", copy.deepcopy(items)], ["tuple", copy.deepcopy(items)]]
+        if plain:
+            more += [["set", copy.deepcopy(items)],
+                     ["dict", [[["int", i], copy.deepcopy(x)] for i, x in enumerate(items)]]]
+    else:
+        return list(out.values())
+    more += [["NoneType", None], ["bytes", text.encode("utf-8").hex()]]
+    for value in more:
+        out.setdefault(value[0], value)
+    return [value for t, value in out.items() if t != tag]
 
 
 def types(programs: list[dict], targets: list[list[str]], limit: int = TYPES) -> list[dict]:

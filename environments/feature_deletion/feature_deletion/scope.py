@@ -104,6 +104,10 @@ CLOCK = frozenset({"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter
                    "localtime", "gmtime", "ctime", "asctime", "strftime", "now", "utcnow", "today",
                    # the operating system's entropy, the other input no replay fixes: `random` is seeded per program
                    "SystemRandom", "urandom"})
+# Writing to the process's output: a library that prints where the original does not corrupts its users' output (a
+# JSON stream on stdout), and no check reads what a step wrote (red team 14, P14: gold plus a `print` in every
+# deleted function was paid 1.0 on every task played). Allowed where the original's files print.
+OUTPUT = frozenset({"print"})
 # Standard modules that reach the process rather than data: the warnings machinery (its records and the text it writes
 # name the file that warned and its caller: red team 9, P9, gold only where its file lay under the grader's
 # `/workspace`), the locale (read from the environment), the process's streams (`contextlib.redirect_stderr` reads what
@@ -179,7 +183,7 @@ class Features:
         self.formats = formats  # the format strings the original's files make and format (their dumps)
         self.package = package
         self.private_ok = private_ok  # private attribute names the agent may use (`private_names`)
-        self.clock_ok = clock_ok  # the clock's names the original uses (`clock_names`)
+        self.clock_ok = clock_ok  # the clock's and output's names the original uses (`clock_names`)
         self.classes = classes  # the classes the original's module defines at its top level
         self.found: dict[tuple[str, str], int] = {}
         self.parents: dict[int, ast.AST] = {}
@@ -402,6 +406,9 @@ class Features:
                 self.add("builtin", n.id, n)
             elif n.id in RISKY_BUILTINS or (_dunder(n.id) and n.id not in SAFE_DUNDERS):
                 self.add("builtin", n.id, n)
+            elif n.id in OUTPUT and n.id not in self.clock_ok and bound is None and isinstance(n.ctx, ast.Load) \
+                    and not self._shadowed(n):
+                self.add("output", n.id, n)
             elif bound is not None and bound[0] == "from" and not isinstance(parent, ast.Attribute):
                 value = self._resolve(n)
                 if isinstance(value, types.ModuleType) and _root(value.__name__) not in PURE_MODULES:
@@ -599,15 +606,16 @@ def private_names(gold: list[ast.Module], agent: ast.Module) -> frozenset[str]:
 
 
 def clock_names(gold: list[ast.Module]) -> frozenset[str]:
-    """The names of CLOCK the original's files use, as attributes or imported names, and "unseeded" where they call
-    `Random()` or `seed()` without a seed."""
+    """The names of CLOCK the original's files use, as attributes or imported names, those of OUTPUT they name, and
+    "unseeded" where they call `Random()` or `seed()` without a seed."""
     used = {n.attr for tree in gold for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     used |= {a.asname or a.name for tree in gold for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
              for a in n.names}
+    used |= {n.id for tree in gold for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in OUTPUT}
     unseeded = any(isinstance(n, ast.Call) and not n.args and not n.keywords
                    and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) in ("Random", "seed")
                    for tree in gold for n in ast.walk(tree))
-    return frozenset(used & CLOCK) | ({"unseeded"} if unseeded else set())
+    return frozenset(used & (CLOCK | OUTPUT)) | ({"unseeded"} if unseeded else set())
 
 
 def _import_time(stmt: ast.stmt, annotations: bool = True) -> Iterator[ast.AST]:
@@ -828,7 +836,9 @@ class FileScope:
         for (kind, what), line in features.found.items():
             self.errors.append(Invalid(code=f"construct.{kind}", file=self.rel, line=line, message=(
                 f"{path} uses {kind.replace('_', ' ')} `{what}`, which is not on the allow-list of code an agent "
-                "writes: reflection, runtime patching, dynamic code and the interpreter's internals are not allowed")))
+                "writes: " + ("a library prints only where the original does (its output is its users')"
+                              if kind == "output" else "reflection, runtime patching, dynamic code and the "
+                              "interpreter's internals are not allowed"))))
 
 
 # CPython 3.11's AST constructor tracks its recursion depth in per-interpreter state, not per thread: two threads

@@ -356,6 +356,9 @@ def test_the_allow_list_resolves_standard_attributes_to_what_they_are(code, foun
     ("def f():\n    return random.SystemRandom().random()\n", "clock"),
     ("def f():\n    return random.Random().random()\n", "clock"),
     ("def f():\n    random.seed()\n", "clock"),
+    # red team 14, P14: a print in every deleted function, paid 1.0 on every task played
+    ("def f(x):\n    print('f: called')\n    return x\n", "output"),
+    ("def f(xs):\n    return list(map(print, xs))\n", "output"),
     # a name that shadows the module is a value, but only one the function binds itself, never a parameter (whose
     # default is the module), a comprehension's variable or a nested function's local
     ("def f(string=string):\n    return g(string)\n", "module_value"),
@@ -685,3 +688,18 @@ def test_code_the_agent_adds_runs_nothing_at_import(name, rows_by_id):
     assert "import_time" in [i.code for i in check_scope(row, changes)]
     plain = submission(row, Attack("plain", "return word\n", "body", "", module="_TABLE = {1: 'st', 2: ('nd', -1)}\n"))
     assert check_scope(row, plain) == []
+
+
+def test_print_is_allowed_where_the_original_prints():
+    """Red team 14, P14: `print` in agent code only where the original's files print (`scope.clock_names`), and a
+    local named `print` is no output."""
+    from feature_deletion.scope import Features, clock_names, import_bindings
+
+    code = "def f(x):\n    print(x)\n    return x\n"
+    tree = ast.parse(code)
+    for original, refused in (("def g():\n    return 1\n", True), ("def g():\n    print('usage')\n", False)):
+        allowed = clock_names([ast.parse(original)])
+        found = {k for k, _ in Features(import_bindings(tree), "pkg", clock_ok=allowed).scan(tree.body[-1]).found}
+        assert ("output" in found) == refused, (original, found)
+    local = ast.parse("def f(x):\n    print = len\n    return print(x)\n")
+    assert not Features(import_bindings(local), "pkg").scan(local.body[-1]).found

@@ -589,11 +589,14 @@ def _deleted(step: dict, targets: list[list[str]]) -> bool:
 
 
 def _everyday(enc: list) -> list[list]:
-    """The value as each other everyday type (None, bool, int, float, str, bytes, list, tuple, set, dict) that can
-    hold it: `retyped`'s first, then a number as the one item of a container (and as its text), a sized value by
-    its size, its items as text (where they are numbers or text), as a list, tuple, set and a dict by position."""
+    """The value as each other everyday type (None, bool, int, float, str, bytes, list, tuple, set, dict):
+    `retyped`'s first, then a number as the one item of a container (and as its text), a sized value (a stream's
+    items too) by its size, its items as text (where they are numbers or text), as a list, tuple, set and a dict by
+    position; a value of no such type (a function, an object) as a small value of each."""
     tag, v = enc[0], enc[1]
     out = {t[0]: t for t in reversed(retyped(enc))}
+    if tag == "stream" and isinstance(v, dict) and isinstance(v.get("items"), list):
+        tag, v = "list", v["items"]
     if tag in ("int", "bool", "float"):
         one = ["int", int(v)] if tag == "bool" else enc
         text = str(one[1])
@@ -609,8 +612,10 @@ def _everyday(enc: list) -> list[list]:
         if plain:
             more += [["set", copy.deepcopy(items)],
                      ["dict", [[["int", i], copy.deepcopy(x)] for i, x in enumerate(items)]]]
-    else:
-        return list(out.values())
+    else:  # a function, an object, ...: a small value of each type
+        text = "a"
+        more = [["bool", True], ["int", 1], ["float", "1.5"], ["str", text], ["list", []], ["tuple", []], ["set", []],
+                ["dict", []]]
     more += [["NoneType", None], ["bytes", text.encode("utf-8").hex()]]
     for value in more:
         out.setdefault(value[0], value)

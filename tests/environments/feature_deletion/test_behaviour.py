@@ -166,7 +166,9 @@ def test_a_submission_that_passes_its_tests_and_loops_on_held_out_inputs_is_ende
     Grading ends at the replay's step deadline with its reason recorded, not at the command's wall clock."""
     rows, tasks_dir, _ = tiny_tasks
     row = _task(rows, "add:body")
-    visible = {tuple(a[1] for a in step["args"]) for p in row.checks.programs if not any(p.heldout) for step in p.steps}
+    # the questions of the programs that are not held-out, on plain values (`types` hands lists and dicts too)
+    visible = {tuple(a[1] for a in step["args"]) for p in row.checks.programs if not any(p.heldout)
+               for step in p.steps if not any(isinstance(a[1], (list, dict)) for a in step["args"])}
     body = (f"if (a, b) in {sorted(visible, key=repr)!r}:\n    return a + b\nwhile True:\n    try:\n        while True:\n"
             "            pass\n    except:\n        pass\n")
     g = grade(row, tasks_dir, None, ensure_runner(), changes=_with_body(row, body))
@@ -201,7 +203,8 @@ def test_a_table_of_the_visible_answers_does_not_pay(tiny_tasks):
         if not any(p.heldout):
             for step, want in zip(p.steps, p.expect):
                 args = tuple(a[1] for a in step["args"])
-                visible[args] = want[1][1]
+                if want[0] == "ok" and not any(isinstance(a, (list, dict)) for a in args):  # plain questions
+                    visible[args] = want[1][1]
     body = f"_table = {visible!r}\nif (a, b) in _table:\n    return _table[(a, b)]\nraise ValueError(a, b)\n"
     changes = _with_body(row, body)
     runner = ensure_runner()

@@ -66,7 +66,8 @@ def test_the_red_teams_ordinal_attacks_are_paid_nothing_now_that_the_task_is_kep
     # What the agent can see: the F2P tests' parameters (test_ordinal[-21--21st]) and the checks' visible questions.
     table = {m[1]: m[2] for t in row.f2p if (m := re.search(r"\[(-?\d+)-(?:-?\d+)(st|nd|rd|th)\]$", t))}
     table |= {step["args"][0][1]: want[1][1] for p in row.checks.programs if not any(p.heldout)
-              for step, want in zip(p.steps, p.expect)}
+              for step, want in zip(p.steps, p.expect)
+              if want[0] == "ok" and not isinstance(step["args"][0][1], (list, dict))}  # plain questions
     assert len(table) >= 30
     held_out = {step["args"][0][1]: want[1][1] for p in row.checks.programs
                 for step, want, h in zip(p.steps, p.expect, p.heldout) if h}
@@ -106,7 +107,8 @@ def test_a_table_of_the_visible_answers_with_a_fallback_is_paid_nothing_through_
         if not any(program.heldout):
             for step, want in zip(program.steps, program.expect):
                 args = [a[1] for a in step["args"]] + [v[1] for _, v in step["kwargs"]]
-                table[(args[0], args[1] if len(args) > 1 else True)] = want[1][1]
+                if want[0] == "ok" and not any(isinstance(a, (list, dict)) for a in args[:2]):  # plain questions
+                    table[(args[0], args[1] if len(args) > 1 else True)] = want[1][1]
     assert len(table) >= 5
     body = (f"    _table = {table!r}\n"
             "    return _table.get((string, uppercase_first_letter), string)\n")

@@ -610,7 +610,10 @@ def _everyday(enc: list) -> list[list]:
         more = [["bool", bool(items)], ["int", len(items)], ["float", repr(float(len(items)))], ["str", text],
                 ["list", copy.deepcopy(items)], ["tuple", copy.deepcopy(items)]]
         if plain:
-            more += [["set", copy.deepcopy(items)],
+            # a set of text iterates in the process's hash order, so gold's runs disagree and the check is dropped:
+            # text is handed as a set of its items' positions (red team 13, X13s: `frequencies` never got a set)
+            numbers = all(i[0] == "int" for i in items)
+            more += [["set", copy.deepcopy(items) if numbers else [["int", i] for i in range(len(items))]],
                      ["dict", [[["int", i], copy.deepcopy(x)] for i, x in enumerate(items)]]]
     else:  # a function, an object, ...: a small value of each type
         text = "a"

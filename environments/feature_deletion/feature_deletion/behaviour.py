@@ -495,6 +495,24 @@ def _shift(value, after: int):
     return value
 
 
+def _arguments(step: dict) -> list[tuple[int | str, object]]:
+    """(position or keyword, encoded value) of each argument a step hands."""
+    return [*enumerate(step.get("args", [])), *[(k, v) for k, v in step.get("kwargs", [])]]
+
+
+def _hand(step: dict, key: int | str, value) -> None:
+    """Hand `step` `value` as its argument `key` (a position or a keyword), in place."""
+    if isinstance(key, int):
+        step["args"][key] = value
+    else:
+        step["kwargs"] = [[k, value if k == key else v] for k, v in step["kwargs"]]
+
+
+def _reads(j: int, n: int) -> list[dict]:
+    """`n` steps that take the next item of what step `j` answered."""
+    return [{"op": "next", "obj": ["slot", j, []]} for _ in range(n)]
+
+
 def grown(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int]]:
     """Held-out programs (as `variants` makes them) that change a list a step was handed, right after the step and
     before the later steps on what it answered or on the object it was called on: one more of its last item
@@ -509,7 +527,7 @@ def grown(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int
             on = {step["obj"][1]} if isinstance(step.get("obj"), list) and step["obj"][0] == "slot" else set()
             if not any(({j} | on) & _slots(t) for t in steps[j + 1: j + 1 + VARIANT_TAIL]):
                 continue
-            for key, arg in [*enumerate(step.get("args", [])), *[(k, v) for k, v in step.get("kwargs", [])]]:
+            for key, arg in _arguments(step):
                 if isinstance(arg, list) and arg[0] == "list":
                     options.append((0, len(options), steps, j, key, arg))
                 elif isinstance(arg, list) and arg[0] in ("int", "str"):
@@ -517,10 +535,7 @@ def grown(programs: list[dict], limit: int = GROWN) -> list[tuple[dict, int, int
     made: list[tuple[dict, int, int]] = []
     for steps, j, key, arg in _each_once_first([o[2:] for o in sorted(options, key=lambda o: o[:2])]):
         first = copy.deepcopy(steps[: j + 1])
-        if isinstance(key, int):
-            first[j]["args"][key] = arg
-        else:
-            first[j]["kwargs"] = [[k, arg if k == key else v] for k, v in first[j]["kwargs"]]
+        _hand(first[j], key, arg)
         change = ("append", [arg[1][-1]]) if arg[1] and len(made) % 2 == 0 else ("clear", [])
         grow = {"op": "method", "obj": ["given", j, key], "name": change[0], "args": change[1], "kwargs": []}
         made.append(({"steps": first + [grow] + [_shift(t, j) for t in steps[j + 1: j + 1 + VARIANT_TAIL]]}, -1, j + 1))
@@ -640,7 +655,7 @@ def types(programs: list[dict], targets: list[list[str]], limit: int = TYPES) ->
             if not _deleted(step, targets) or j in _slots(steps[j + 1:], "given"):
                 continue
             read = j in _slots(steps[j + 1: j + 1 + VARIANT_TAIL]) or j < len(expect) and _an_iterator(expect[j])
-            for key, arg in [*enumerate(step.get("args", [])), *[(k, v) for k, v in step.get("kwargs", [])]]:
+            for key, arg in _arguments(step):
                 if isinstance(arg, list) and len(arg) == 2:
                     options += [(steps, j, key, value, read) for value in _everyday(arg) if value[0] != arg[0]]
     by_function, by_argument, firsts, seconds = set(), set(), [], []
@@ -656,11 +671,8 @@ def types(programs: list[dict], targets: list[list[str]], limit: int = TYPES) ->
     made = []
     for steps, j, key, value, read in (firsts + seconds)[:limit]:
         program = copy.deepcopy(steps[: j + 1])
-        if isinstance(key, int):
-            program[j]["args"][key] = value
-        else:
-            program[j]["kwargs"] = [[k, value if k == key else v] for k, v in program[j]["kwargs"]]
-        program += [{"op": "next", "obj": ["slot", j, []]} for _ in range(FORM_READS if read else 0)]
+        _hand(program[j], key, value)
+        program += _reads(j, FORM_READS if read else 0)
         made.append({"steps": program})
     return made
 
@@ -691,9 +703,7 @@ def forms(programs: list[dict], limit: int = FORMS, targets: list[list[str]] = (
             read = j in _slots(steps[j + 1: j + 1 + VARIANT_TAIL])
             unread = not read and j < len(expect) and _an_iterator(expect[j])
             rank = (not _deleted(step, list(targets)), not read)
-            found = [((key, form), value) for key, arg in [*enumerate(step.get("args", [])),
-                                                           *[(k, v) for k, v in step.get("kwargs", [])]]
-                     if isinstance(arg, list) and len(arg) == 2 for form, value in _forms_of(arg)]
+            found = [((key, form), value) for key, arg in _arguments(step) if isinstance(arg, list) and len(arg) == 2 for form, value in _forms_of(arg)]
             more = _more_args(step, pool)
             found += [(("*", "more"), more)] if more is not None else []
             options += [(rank, len(options) + i, steps, j, key, value, unread) for i, (key, value) in enumerate(found)]
@@ -703,16 +713,14 @@ def forms(programs: list[dict], limit: int = FORMS, targets: list[list[str]] = (
         program = copy.deepcopy(steps[: j + 1 + VARIANT_TAIL])
         if key == "*":
             program[j]["args"] = value
-        elif isinstance(key, int):
-            program[j]["args"][key] = value
         else:
-            program[j]["kwargs"] = [[k, value if k == key else v] for k, v in program[j]["kwargs"]]
+            _hand(program[j], key, value)
         reads = [t for t in program[j + 1:] if t["op"] == "next" and t.get("obj") == ["slot", j, []]]
         if form == "size" and reads and reads[-1] is program[-1]:
             # what a larger input adds comes last (`powerset`'s full set): read on, as the program read
             program += [dict(reads[0]) for _ in range(FORM_NEXT - len(reads))]
         elif unread:
-            program += [{"op": "next", "obj": ["slot", j, []]} for _ in range(FORM_READS)]
+            program += _reads(j, FORM_READS)
         made.append({"steps": program})
     return made
 

@@ -78,6 +78,9 @@ FORM_MORE = 2  # items a list or tuple handed at a larger size has beyond the re
 FORM_NEXT = 80  # items read of what a step answered, where a program read it item by item and the input grew
 FORM_READS = 8  # items read of an iterator a step answered that its program did not read
 TYPES = 40  # programs that hand a deleted definition a recorded input as another everyday type (`types`)
+ALIASES = 16  # programs that add to a container a deleted definition answered, then ask again (`aliases`)
+REENTRIES = 12  # programs whose callback calls a deleted definition itself (`reentries`)
+MUTABLE = frozenset({"list", "dict", "set", "deque", "bytearray", "OrderedDict", "Counter", "defaultdict"})
 NON_ASCII = "é"  # put before a string's first letter: a letter that no ASCII-only rule matches
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
 MAX_KEPT = {"visible": 40, "heldout": 60, "form": FORMS}  # programs kept per task
@@ -677,6 +680,122 @@ def types(programs: list[dict], targets: list[list[str]], limit: int = TYPES) ->
     return made
 
 
+def _holds_container(enc, depth: int = 0) -> bool:
+    """Whether an encoded value is or holds (3 levels down, as the driver's `spoil` looks) a mutable container."""
+    if not isinstance(enc, list) or len(enc) != 2 or depth > 3:
+        return False
+    tag, v = enc
+    if tag in MUTABLE:
+        return True
+    if tag in ("tuple", "list") and isinstance(v, list):
+        return any(_holds_container(i, depth + 1) for i in v)
+    return False
+
+
+def _emptied(arg):
+    """An encoded argument's empty value of its type (a stream's too), or None for one that has none."""
+    if not isinstance(arg, list) or len(arg) != 2:
+        return None
+    if arg[0] in ("list", "tuple", "set", "frozenset", "dict", "OrderedDict", "Counter"):
+        return [arg[0], []] if arg[1] else None
+    if arg[0] == "str":
+        return ["str", ""] if arg[1] else None
+    if arg[0] == "stream" and isinstance(arg[1], dict):
+        return ["stream", {"items": [], "end": True}] if arg[1].get("items") else None
+    return None
+
+
+def aliases(programs: list[dict], targets: list[list[str]], limit: int = ALIASES) -> list[dict]:
+    """Programs that add an item to each container a call of a deleted definition answered (the driver's `spoil`,
+    as a caller that keeps the answer and adds to it does), then make the call again. A fresh answer is unchanged;
+    one the code keeps and hands out again (a module-level `{}` for every empty input, equal to gold's at every step:
+    red team 14, M14) answers with the caller's item, and the state drift check sees the package's name change.
+    Where a shared answer hides, first: steps that answered an empty container, then each call with its sized
+    arguments empty, then the other answers that hold a container (known from a program's `expect`), then those not
+    yet answered; each callee once first. A program whose `spoil` found nothing is no check (`_candidates` drops
+    it)."""
+    options = []
+    for p in programs:
+        steps, expect = p["steps"], p.get("expect") or []
+        for j, step in enumerate(steps):
+            if step["op"] not in ("call", "method", "callh") or not _deleted(step, targets):
+                continue
+            known = j < len(expect) and isinstance(expect[j], list) and expect[j][:1] == ["ok"]
+            if known and _holds_container(expect[j][1]):
+                options.append((0 if expect[j][1][1] == [] else 2, len(options), steps, j, None, step))
+            elif j >= len(expect):
+                options.append((3, len(options), steps, j, None, step))
+            else:
+                continue  # what it answered holds no container
+            empty = copy.deepcopy(step)
+            for key, arg in _arguments(step):
+                if _emptied(arg) is not None:
+                    _hand(empty, key, _emptied(arg))
+            if empty != step:
+                options.append((1, len(options), steps, j, "empty", empty))
+    made, seen = [], set()
+    for steps, j, _, step in _each_once_first([o[2:] for o in sorted(options, key=lambda o: o[:2])]):
+        program = copy.deepcopy(steps[:j]) + [copy.deepcopy(step), {"op": "spoil", "obj": ["slot", j, []]},
+                                               copy.deepcopy(step)]
+        key = json.dumps(program, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            made.append({"steps": program})
+        if len(made) >= limit:
+            break
+    return made
+
+
+def reentries(programs: list[dict], targets: list[list[str]], limit: int = REENTRIES) -> list[dict]:
+    """Programs in which a callback handed to a deleted definition, at its first call, calls a deleted definition
+    itself (the driver's `reenter`; the same function where a program calls it on data alone, those handed the most
+    arguments first (a nested grouping, its `reducefunc` too), then the others in turn) before it answers from its table. A callback's table never calls the package, so
+    no other check holds a call made while another runs: code that keeps a marker of its own running (restored on
+    every exit, so the state drift check sees nothing) and answers a nested call otherwise was paid (red team 14,
+    R14: `map_reduce` leaving a nested grouping unreduced). Each callee once first; a program in which no callback
+    was called is no check (`_candidates` drops it)."""
+    inner = {}  # callee: the steps that call it on data and callbacks alone, those with callbacks first
+    for p in programs:
+        for step in p["steps"]:
+            if step["op"] == "call" and _deleted(step, targets) and not _slots(step) and not _slots(step, "given") \
+                    and "reenter" not in json.dumps(step):
+                inner.setdefault(_callee(step), []).append(step)
+    for steps in inner.values():
+        steps.sort(key=lambda t: (-len(_arguments(t)), -json.dumps(t).count('["callback", '), len(json.dumps(t))))
+    if not inner:
+        return []
+    options = []
+    for p in programs:
+        steps = p["steps"]
+        for j, step in enumerate(steps):
+            if step["op"] not in ("call", "method", "callh") or not _deleted(step, targets):
+                continue
+            for key, arg in _arguments(step):
+                if isinstance(arg, list) and len(arg) == 2 and arg[0] == "callback" and isinstance(arg[1], dict) \
+                        and "reenter" not in arg[1]:
+                    options.append((steps, j, key, arg))
+    made, used = [], Counter()
+    callees = sorted(inner)
+    for n, (steps, j, key, arg) in enumerate(_each_once_first(options)[:limit]):
+        callee = _callee(steps[j]) if _callee(steps[j]) in inner else callees[n % len(callees)]
+        call = inner[callee][used[callee] % len(inner[callee])]
+        used[callee] += 1
+        program = copy.deepcopy(steps[: j + 1 + VARIANT_TAIL])
+        _hand(program[j], key, ["callback", {**arg[1], "reenter": copy.deepcopy(call)}])
+        made.append({"steps": program})
+    return made
+
+
+def _asks_nothing(program: dict, expect: list) -> bool:
+    """Whether a program made to change an answer (`aliases`) or call back in (`reentries`) did neither on gold: a
+    `spoil` step that found no container, or callbacks to reenter that were never called."""
+    if any(step["op"] == "spoil" and k < len(expect) and expect[k][:2] == ["ok", ["int", 0]]
+           for k, step in enumerate(program["steps"])):
+        return True
+    return '"reenter": ' in json.dumps(program["steps"]) and not any(
+        isinstance(e, list) and any(isinstance(x, list) and x[:1] == ["reentered"] for x in e[2:]) for e in expect)
+
+
 def _an_iterator(observation) -> bool:
     return isinstance(observation, list) and observation[:1] == ["ok"] and isinstance(observation[1], list) \
         and observation[1][:1] == ["handle"] and observation[1][2:3] == ["iterator"]
@@ -924,6 +1043,8 @@ def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Pa
         if n == 0:
             continue
         expect = g[:n]
+        if _asks_nothing(program, expect):
+            continue
         disc = [b is None or j >= len(b) or b[j] != expect[j] for j in range(n)]
         if index < len(recorded):
             expect_of[index] = expect
@@ -980,7 +1101,8 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
     if defines(row, COPYING):
         made += round_trips(recorded)
     made += grown(recorded) + edges(recorded) + (hashes(recorded) if defines(row, HASHING) else [])
-    other_forms = forms(recorded, targets=targets_of(row)) + types(recorded, targets_of(row))
+    other_forms = forms(recorded, targets=targets_of(row)) + types(recorded, targets_of(row)) \
+        + aliases(recorded, targets_of(row)) + reentries(recorded, targets_of(row))
     with temporary_directory("fd-checks.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
@@ -1063,6 +1185,7 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
         extra = [m for m in grown(plain) + edges(plain) + (hashes(plain) if defines(row, HASHING) else [])
                  if json.dumps(m[0]["steps"], sort_keys=True) not in have]
         other_forms = [m for m in forms(plain, targets=targets_of(row)) + types(plain, targets_of(row))
+                       + aliases(plain, targets_of(row)) + reentries(plain, targets_of(row))
                        if json.dumps(m["steps"], sort_keys=True) not in have]
         found = _candidates(row, runner, limits, gold_root, broken_root, lines, [], extra, other_forms) \
             if extra or other_forms else []

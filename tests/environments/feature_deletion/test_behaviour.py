@@ -771,3 +771,60 @@ def test_types_hand_a_deleted_function_every_everyday_type(tiny_tasks, tmp_path)
     got = _observed(tiny_tasks, tmp_path, wrong, tupled).observations[0]
     assert want[0] == ["ok", ["list", [["str", "aa"], ["str", "bb"]]]], want
     assert got[0][:2] == ["raises", "builtins.NotImplementedError"], got
+
+
+def test_aliases_add_to_an_answer_and_ask_again(tiny_tasks, tmp_path):
+    """Red team 14, M14: toolz `frequencies` handing back one module-level `{}` for every empty input, equal to gold's
+    at every step and never changed by the replay. `aliases` adds an item to what a deleted function answered (the
+    driver's `spoil`, through the base type's method) and makes the call again: the shared dict answers with the
+    caller's item, and the state drift check sees the package's name change; empty answers and emptied inputs come
+    first."""
+    from feature_deletion.behaviour import DRIFT, aliases
+
+    full = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["list", [["int", 1]]]], "kwargs": []}
+    empty = {**full, "args": [["list", []]]}
+    answered = ["ok", ["dict", [[["int", 1], ["int", 1]]]]]
+    made = aliases([{"steps": [full], "expect": [answered]}, {"steps": [empty], "expect": [["ok", ["dict", []]]]},
+                    {"steps": [{**full, "fn": ["ref", "fdcalc", "h"]}], "expect": [["ok", ["int", 3]]]}],
+                   [["fdcalc", "f", "body"], ["fdcalc", "h", "body"]])
+    spoil = {"op": "spoil", "obj": ["slot", 0, []]}
+    # the empty answer first, then the emptied input; none for `h`, whose answer holds no container
+    assert [p["steps"] for p in made] == [[empty, spoil, empty], [full, spoil, full]], made
+
+    gold = "def f(xs):\n    out = {}\n    for x in xs:\n        out[x] = out.get(x, 0) + 1\n    return out\n"
+    shared = "_EMPTY = {}\n\n" + gold.replace("    out = {}", "    if not xs:\n        return _EMPTY\n    out = {}")
+    want = _observed(tiny_tasks, tmp_path, gold, made[0]["steps"])
+    got = _observed(tiny_tasks, tmp_path, shared, made[0]["steps"])
+    assert want.observations[0][0] == got.observations[0][0] == ["ok", ["dict", []]]  # alike until changed
+    assert want.observations[0][1][:2] == got.observations[0][1][:2] == ["ok", ["int", 1]]
+    assert want.observations[0][2] == ["ok", ["dict", []]], want.observations
+    assert got.observations[0][2][:2] == ["ok", ["dict", [[["str", "fd-spoiled"], ["str", "fd-spoiled"]]]]], got
+    assert "fdcalc._EMPTY" not in want.state[DRIFT] and "fdcalc._EMPTY" in got.state[DRIFT], (want.state, got.state)
+
+
+def test_reentries_call_back_into_the_package_from_a_callback(tiny_tasks, tmp_path):
+    """Red team 14, R14: a callback's table never calls the package, so a call made while another runs was never
+    checked, and `map_reduce` that leaves a nested grouping unreduced (a marker of its own running, restored on
+    every exit) was paid. `reentries` has the first call of a callback make a recorded call of a deleted function,
+    the one handed the most arguments first; what it answered is observed with the step that was running."""
+    from feature_deletion.behaviour import reentries
+
+    outer = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["list", [["int", 1], ["int", 2]]],
+                                                                   _callback((1, 10), (2, 20))], "kwargs": []}
+    plain = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["list", [["int", 3]]]], "kwargs": []}
+    reduced = {**plain, "args": [*plain["args"], ["NoneType", None]], "kwargs": [["reduce", ["ref", "builtins", "sum"]]]}
+    [made] = reentries([{"steps": [outer]}, {"steps": [plain]}, {"steps": [reduced]}], [["fdcalc", "f", "def"]])
+    handed = made["steps"][0]["args"][1]
+    assert handed[1]["reenter"] == reduced and handed[1]["calls"] == outer["args"][1][1]["calls"], made
+
+    gold = ("def f(xs, g=None, reduce=None):\n    out = [g(x) if g else x for x in xs]\n"
+            "    return reduce(out) if reduce else out\n")
+    marked = "_ACTIVE = []\n\n" + gold.replace(
+        "    out = [", "    nested = bool(_ACTIVE)\n    _ACTIVE.append(1)\n    try:\n        out = [").replace(
+        "    return reduce(out) if reduce else out",
+        "    finally:\n        _ACTIVE.pop()\n    return reduce(out) if reduce and not nested else out")
+    want = _observed(tiny_tasks, tmp_path, gold, made["steps"]).observations[0]
+    got = _observed(tiny_tasks, tmp_path, marked, made["steps"]).observations[0]
+    assert want[0][:2] == got[0][:2] == ["ok", ["list", [["int", 10], ["int", 20]]]], (want, got)
+    assert ["reentered", [["ok", ["int", 3]]]] in want[0][2:], want  # the nested call reduced, as gold does
+    assert want != got, (want, got)

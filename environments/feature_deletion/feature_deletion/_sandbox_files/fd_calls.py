@@ -819,8 +819,9 @@ class _Table:
     """A callback's recorded answers: the first unused answer to the same arguments, else the last one given to
     them; arguments it has never seen are an Artifact. The driver's own: the code gets `_stub`'s function."""
 
-    def __init__(self, calls, driver):
+    def __init__(self, calls, driver, reenter=None):
         self._driver = driver
+        self._reenter = reenter  # a step the first call makes before it answers (`Driver.reenter`)
         self._table = {}
         for key, answer in calls:
             self._table.setdefault(json.dumps(key, sort_keys=True), []).append(answer)
@@ -829,6 +830,9 @@ class _Table:
 
     def answer(self, args, kwargs):
         self.count += 1
+        if self._reenter is not None:
+            step, self._reenter = self._reenter, None
+            self._driver.reenter(step)
         try:
             key = json.dumps([[encode(a, opaque) for a in args], [[k, encode(v, opaque)] for k, v in kwargs.items()]],
                              sort_keys=True)
@@ -931,7 +935,7 @@ class Driver:
                 raise _Unavailable()
             return self.given[step][key]
         if tag == "callback":
-            table = _Table(value["calls"], self)
+            table = _Table(value["calls"], self, value.get("reenter"))
             stub = _stub(table, value.get("names"))
             self.stubs.append(stub)
             self.tables.append(table)
@@ -943,6 +947,23 @@ class Driver:
             self.fed.append(feed.handed(draw))
             return self.fed[-1]
         raise ValueError("unknown tag " + tag)
+
+    def reenter(self, step):
+        """Make `step` (a call of the package, its arguments data and callbacks) from inside a callback, as code that
+        hands the package a function that calls the package does, and keep what it answered (`reentered`, in the
+        observation of the step that was running): code that keeps a marker of its own running answers a call made
+        within another unlike gold (red team 14, R14: a nested `map_reduce` left unreduced)."""
+        try:
+            call, args, kwargs = self.prepare(step)
+            result = call(*args, **kwargs)
+            obs = ["ok", self.observe(result)]
+        except Artifact:
+            raise
+        except Unrecordable as exc:
+            obs = ["ok", ["unencodable", str(exc)[:200]]]
+        except BaseException as exc:  # noqa: BLE001 - the exception is the outcome
+            obs = ["raises", _qual(type(exc)), _exception_args(exc)]
+        self.reentered.append(obs)
 
     def observe_other(self, x, depth):
         for i, stub in enumerate(self.stubs):
@@ -973,6 +994,7 @@ class Driver:
         self.slots, self.failed = [], []
         self.stubs, self.tables, self.feeds, self.seen, self.kept, self.iters = [], [], [], {}, [], {}
         self.fed = []  # what the code was handed for each of `feeds`
+        self.reentered = []  # what the calls made from inside callbacks answered (`reenter`)
         self.given, self.handed = [], {}  # each step's arguments; {id: [step, key, path...]} of their containers
         # Seeded by the program as well: were every program to start from one seed, its first draw would pick the
         # same place every time, and a rebuild that always picks that place (red team 5, R5: a FIFO `rr_cache`
@@ -1009,12 +1031,13 @@ class Driver:
         index = len(self.given) - 1
         self.given[index] = dict(given)  # held to the program's end: ids of what it was handed stay unique
         for key, a in given:
-            for i, path in _containers(a, [index, key], {}).items():
+            for i, (path, _) in _containers(a, [index, key], {}).items():
                 if len(self.handed) < MAX_HANDED:
                     self.handed.setdefault(i, path)
         before = {key: _snapshot(a) for key, a in given if type(a) in CONTAINERS}
         calls = [t.count for t in self.tables]
         taken = [f.taken for f in self.feeds]
+        reentered = len(self.reentered)
         drawn = random.getstate()
         signal.setitimer(signal.ITIMER_REAL, STEP_S)
         try:
@@ -1050,6 +1073,8 @@ class Driver:
         called = [c for c in called if c[1]]
         if called:
             extras.append(["called", called])
+        if len(self.reentered) > reentered:
+            extras.append(["reentered", self.reentered[reentered:]])
         read = [[i, f.taken - (taken[i] if i < len(taken) else 0)] for i, f in enumerate(self.feeds)]
         read = [r for r in read if r[1]]
         if read:
@@ -1084,6 +1109,8 @@ class Driver:
             return next, [it], {}
         if op == "getattr":
             return getattr, [obj, step["name"]], {}
+        if op == "spoil":
+            return spoil, [obj], {}
         name = step["name"]
         if name.startswith("__") and name.endswith("__"):
             return functools.partial(getattr(type(obj), name), obj), args, kwargs
@@ -1109,12 +1136,13 @@ def _snapshot(x):
 
 
 def _containers(x, path, into, depth=0):
-    """{id: path} of the mutable containers in `x` (itself, and what lists, tuples and dicts hold, 3 levels down)."""
+    """{id: (path, container)} of the mutable containers in `x` (itself, and what lists, tuples and dicts hold, 3
+    levels down)."""
     if len(into) >= MAX_SHARED or depth > 3:
         return into
     t = type(x)
     if t in CONTAINERS and t is not tuple:
-        into.setdefault(id(x), path)
+        into.setdefault(id(x), (path, x))
     if t in (list, tuple, collections.deque):
         for i, item in enumerate(list(x)[:MAX_SHARED]):
             _containers(item, [*path, i], into, depth + 1)
@@ -1127,7 +1155,28 @@ def _containers(x, path, into, depth=0):
 def _shared(result, handed):
     """[[path in the answer, [step, key, path in the argument]]] of each mutable container the answer holds that the
     program handed to a step as (part of) an argument (`handed`: {id: that path})."""
-    return sorted([path, handed[i]] for i, path in _containers(result, [], {}).items() if i in handed)
+    return sorted([path, handed[i]] for i, (path, _) in _containers(result, [], {}).items() if i in handed)
+
+
+SPOILED = "fd-spoiled"  # the item `spoil` adds: one a caller of its own would add
+
+
+def spoil(x):
+    """Add an item to each mutable container `x` holds (`_containers`: itself, 3 levels down), through the base
+    type's own method (no method of the code's runs), as a caller that keeps an answer and adds to it does: the
+    number changed. An answer the code keeps and hands out again (a module-level `{}` for every empty input: red
+    team 14, M14) then holds the caller's item, in the next answer and in the package's state."""
+    found = [c for _, c in _containers(x, [], {}).values()]
+    for c in found:
+        if isinstance(c, dict):
+            dict.__setitem__(c, SPOILED, SPOILED)
+        elif type(c) is set:
+            set.add(c, SPOILED)
+        elif type(c) is bytearray:
+            bytearray.append(c, 0)
+        else:
+            type(c).append(c, SPOILED)  # list, deque: the exact types, so their own `append`
+    return len(found)
 
 
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")

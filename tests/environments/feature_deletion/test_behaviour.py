@@ -588,6 +588,13 @@ COUNTERS = {  # red team 5, B5: state a rebuild keeps across calls where gold ke
                     "def f():\n    _n(1)\n    return 1\n",
     "a class attribute": "class _C:\n    n = 0\n\ndef f():\n    _C.n += 1\n    return 1\n",
     "a standard function's attribute": "import textwrap\n\ndef f():\n    textwrap.dedent.n = 1\n    return 1\n",
+    # red team 15, W15n: a NaN's payload, which every repr prints as `nan`
+    "a NaN's payload": "import struct\n_N = [1e999 * 0]\n\ndef f():\n"
+                       "    bits = struct.unpack('<Q', struct.pack('<d', _N[0]))[0] + 1\n"
+                       "    _N[0] = struct.unpack('<d', struct.pack('<Q', bits))[0]\n    return 1\n",
+    # W15: past the objects a walk reads (MAX_WALK): the last of 20,100 lists, read alike at both ends before
+    "a structure past the walk's reach": "_T = tuple([] for _ in range(20_100))\n\ndef f():\n"
+                                         "    _T[-1].append(1)\n    return 1\n",
 }
 
 

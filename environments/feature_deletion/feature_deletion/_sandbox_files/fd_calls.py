@@ -46,6 +46,7 @@ import os
 import random
 import re
 import signal
+import struct
 import sys
 import threading
 import time
@@ -1237,7 +1238,7 @@ def package_state(root, watched=()):
 
 
 DRIFT = "drift"  # the state section of the names whose reachable state changed during the replay
-MAX_WALK = 20_000  # objects one name's walk visits
+MAX_WALK = 20_000  # objects one name's walk visits; a name that reaches more reads as changed (`_walk`)
 # Read through `type`'s own descriptors: an attribute read on a class of the agent's metaclass runs the agent's code.
 _MRO, _FLAGS, _QUALNAME, _DICT = (type.__dict__[n].__get__ for n in ("__mro__", "__flags__", "__qualname__",
                                                                     "__dict__"))
@@ -1332,8 +1333,11 @@ def _walk(value, stop, enter, kinds, seen, caches):
         name, kind, is_dict = kinds.get(t) or _kind(t, kinds)
         out.append(name)
         if kind == "plain":  # by value, wherever it is (the interpreter shares small numbers and strings)
-            # a string keeps its hash (read once per process); an int past repr's 4,300 digits is hashed too
-            out.append(hash(x) if t is str or t is bytes or t is int and not -1 << 60 < x < 1 << 60 else x)
+            # a string keeps its hash (read once per process); an int past repr's 4,300 digits is hashed too; a float
+            # by its bits: every NaN prints `nan`, whatever its payload holds (red team 15, W15n: a call counter there)
+            out.append(hash(x) if t is str or t is bytes or t is int and not -1 << 60 < x < 1 << 60
+                       else struct.pack("<d", x) if t is float
+                       else struct.pack("<dd", x.real, x.imag) if t is complex else x)
             continue
         if id(x) in seen:
             out.append("@")
@@ -1365,7 +1369,11 @@ def _walk(value, stop, enter, kinds, seen, caches):
                 stack.append((t.__reduce_ex__(x, 4), False))
             except Exception as exc:  # noqa: BLE001 - not picklable: its referents are all there is
                 out.append(_qual(type(exc)))
-    out.append(len(stack))
+    if stack:
+        # Cut at MAX_WALK: what was not read may hold state (red team 15, W15: a call counter in the last of 20,100
+        # lists of a new private tuple, read the same at both ends), so the name reads as changed at every reading:
+        # one gold keeps that large is among gold's drifted names too, one the agent added is state gold does not keep
+        return "cut:" + os.urandom(8).hex()
     return hashlib.sha256(repr(out).encode()).hexdigest()[:16]
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -163,22 +166,42 @@ def build_tasks(out: Path, repo: Path, name: str):
     return rows, stats
 
 
+def shared_build(tmp_path_factory, name: str, package: str):
+    """Tasks built by the real builder from the tiny repo as package `package`, once for all of pytest-xdist's
+    workers (a session fixture is made once per worker, and a build takes minutes on CI's 2 cores): the first to
+    take the lock builds in the directory the workers share, the others read what it wrote. Every worker reads the
+    rows from the file, so all see the same tasks: (rows, tasks_dir, stats)."""
+    from filelock import FileLock
+
+    from feature_deletion.task import load_rows
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out = shared / f"shared-{name}"
+    with FileLock(str(out) + ".lock"):
+        if not (out / "built").exists():
+            shutil.rmtree(out, ignore_errors=True)  # a build a failed worker left half done
+            repo = write_tiny_repo(out / "repo" / package)
+            build_tasks(out, repo, package)
+            (out / "built").touch()
+    rows, problems = load_rows(out / "tasks.jsonl")
+    assert not problems, problems
+    return rows, out, json.loads((out / "tasks.stats.json").read_text())
+
+
 @pytest.fixture(scope="session")
-def tiny_tasks(tmp_path_factory, tiny_repo):
+def tiny_tasks(tmp_path_factory):
     """Tasks built by the real builder from the tiny repo: (rows, tasks_dir, stats)."""
-    out = tmp_path_factory.mktemp("tasks")
-    rows, stats = build_tasks(out, tiny_repo, "fdcalc")
-    return rows, out, stats
+    return shared_build(tmp_path_factory, "tasks", "fdcalc")
 
 
 @pytest.fixture(scope="session")
-def heldout_tasks(tmp_path_factory, tiny_repo):
+def heldout_tasks(tmp_path_factory):
     """The tiny repo's tasks under package name fdcalc2, whose text.py hashes into the eval split (fdcalc's files
     are all train): (train rows, eval rows, tasks.jsonl path)."""
     from feature_deletion.taskset import split_of
 
-    out = tmp_path_factory.mktemp("heldout-tasks")
-    rows, _ = build_tasks(out, tiny_repo, "fdcalc2")
+    rows, out, _ = shared_build(tmp_path_factory, "heldout-tasks", "fdcalc2")
     train, held_out = ([r for r in rows if split_of(r) == s] for s in ("train", "eval"))
     assert train and held_out, "fdcalc2 should give tasks in both splits"
     return train, held_out, out / "tasks.jsonl"

@@ -687,9 +687,7 @@ def _holds_container(enc, depth: int = 0) -> bool:
     tag, v = enc
     if tag in MUTABLE:
         return True
-    if tag in ("tuple", "list") and isinstance(v, list):
-        return any(_holds_container(i, depth + 1) for i in v)
-    return False
+    return tag == "tuple" and isinstance(v, list) and any(_holds_container(i, depth + 1) for i in v)
 
 
 def _emptied(arg):
@@ -729,8 +727,9 @@ def aliases(programs: list[dict], targets: list[list[str]], limit: int = ALIASES
                 continue  # what it answered holds no container
             empty = copy.deepcopy(step)
             for key, arg in _arguments(step):
-                if _emptied(arg) is not None:
-                    _hand(empty, key, _emptied(arg))
+                value = _emptied(arg)
+                if value is not None:
+                    _hand(empty, key, value)
             if empty != step:
                 options.append((1, len(options), steps, j, "empty", empty))
     made, seen = [], set()
@@ -748,13 +747,13 @@ def aliases(programs: list[dict], targets: list[list[str]], limit: int = ALIASES
 
 def reentries(programs: list[dict], targets: list[list[str]], limit: int = REENTRIES) -> list[dict]:
     """Programs in which a callback handed to a deleted definition, at its first call, calls a deleted definition
-    itself (the driver's `reenter`; the same function where a program calls it on data alone, those handed the most
-    arguments first (a nested grouping, its `reducefunc` too), then the others in turn) before it answers from its table. A callback's table never calls the package, so
-    no other check holds a call made while another runs: code that keeps a marker of its own running (restored on
-    every exit, so the state drift check sees nothing) and answers a nested call otherwise was paid (red team 14,
-    R14: `map_reduce` leaving a nested grouping unreduced). Each callee once first; a program in which no callback
-    was called is no check (`_candidates` drops it)."""
-    inner = {}  # callee: the steps that call it on data and callbacks alone, those with callbacks first
+    itself (the driver's `reenter`) before it answers from its table: the same function where a program calls it on
+    data alone, those handed the most arguments first (a nested grouping with its `reducefunc`), then the others in
+    turn. A callback's table never calls the package, so no other check holds a call made while another runs: code
+    that keeps a marker of its own running (restored on every exit, so the state drift check sees nothing) and
+    answers a nested call otherwise was paid (red team 14, R14: `map_reduce` leaving a nested grouping unreduced).
+    Each callee once first; a program in which no callback was called is no check (`_candidates` drops it)."""
+    inner = {}  # callee: the steps that call it on data and callbacks alone, those handed the most arguments first
     for p in programs:
         for step in p["steps"]:
             if step["op"] == "call" and _deleted(step, targets) and not _slots(step) and not _slots(step, "given") \
@@ -784,6 +783,14 @@ def reentries(programs: list[dict], targets: list[list[str]], limit: int = REENT
         _hand(program[j], key, ["callback", {**arg[1], "reenter": copy.deepcopy(call)}])
         made.append({"steps": program})
     return made
+
+
+def _other_forms(programs: list[dict], row: TaskRow) -> list[dict]:
+    """The programs that hand a deleted definition's recorded inputs otherwise (`forms`, `types`) or use its answers
+    as callers also do (`aliases`, `reentries`): checks, but no held-out ones (kind "form")."""
+    targets = targets_of(row)
+    return forms(programs, targets=targets) + types(programs, targets) + aliases(programs, targets) \
+        + reentries(programs, targets)
 
 
 def _asks_nothing(program: dict, expect: list) -> bool:
@@ -1101,8 +1108,7 @@ def _build_checks(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Li
     if defines(row, COPYING):
         made += round_trips(recorded)
     made += grown(recorded) + edges(recorded) + (hashes(recorded) if defines(row, HASHING) else [])
-    other_forms = forms(recorded, targets=targets_of(row)) + types(recorded, targets_of(row)) \
-        + aliases(recorded, targets_of(row)) + reentries(recorded, targets_of(row))
+    other_forms = _other_forms(recorded, row)
     with temporary_directory("fd-checks.") as tmp:
         gold_root = source_copy(row, tasks_dir, Path(tmp) / "gold", state="gold")
         broken_root = source_copy(row, tasks_dir, Path(tmp) / "broken")
@@ -1184,9 +1190,7 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
         have = {json.dumps(p.steps, sort_keys=True) for p in programs}
         extra = [m for m in grown(plain) + edges(plain) + (hashes(plain) if defines(row, HASHING) else [])
                  if json.dumps(m[0]["steps"], sort_keys=True) not in have]
-        other_forms = [m for m in forms(plain, targets=targets_of(row)) + types(plain, targets_of(row))
-                       + aliases(plain, targets_of(row)) + reentries(plain, targets_of(row))
-                       if json.dumps(m["steps"], sort_keys=True) not in have]
+        other_forms = [m for m in _other_forms(plain, row) if json.dumps(m["steps"], sort_keys=True) not in have]
         found = _candidates(row, runner, limits, gold_root, broken_root, lines, [], extra, other_forms) \
             if extra or other_forms else []
         programs += [c.check(c.last) for c in (found if isinstance(found, list) else []) if c.last >= 0]

@@ -242,6 +242,31 @@ def _deleted_functions(row):
     return out
 
 
+def first_statements(row, statement) -> tuple[dict[str, str], set[str]]:
+    """Gold with `statement(fn)` as the first statement of every deleted function or method (its own line, before a
+    docstring-less body's first statement, after a docstring): ({file: its text} for the files of the deleted
+    functions, the files where a statement went in). A function whose body is its docstring alone gets none."""
+    import ast
+
+    files: dict[str, list[str]] = {}
+    inserts: dict[str, list[tuple[int, str]]] = {}
+    for rel, fn in _deleted_functions(row):
+        files.setdefault(rel, row.gold_files[rel].splitlines(keepends=True))
+        body = fn.body
+        doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str)
+        if doc and len(body) == 1:
+            continue
+        first = body[1] if doc else body[0]
+        line = files[rel][first.lineno - 1]
+        indent = line[: len(line) - len(line.lstrip())]
+        inserts.setdefault(rel, []).append((first.lineno - 1, f"{indent}{statement(fn)}\n"))
+    for rel, lines in files.items():
+        for at, text in sorted(inserts.get(rel, []), reverse=True):
+            lines.insert(at, text)
+    return {rel: "".join(lines) for rel, lines in files.items()}, set(inserts)
+
+
 def unseen_types(row) -> list[str]:
     import ast
 

@@ -211,31 +211,12 @@ def frequencies_prints(row) -> list[tuple[str, dict]]:
 
 def print_everywhere_gold(row) -> list[tuple[str, dict]] | None:
     """P14 on any task: gold, with `print(...)` as the first statement of every deleted function or method."""
-    import ast
+    from attacks13 import first_statements
 
-    from attacks13 import _deleted_functions
-
-    files: dict[str, list[str]] = {}
-    inserts: dict[str, list[tuple[int, str]]] = {}
-    for rel, fn in _deleted_functions(row):
-        files.setdefault(rel, row.gold_files[rel].splitlines(keepends=True))
-        body = fn.body
-        doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str)
-        if doc and len(body) == 1:
-            continue
-        first = body[1] if doc else body[0]
-        line = files[rel][first.lineno - 1]
-        indent = line[: len(line) - len(line.lstrip())]
-        inserts.setdefault(rel, []).append((first.lineno - 1, f'{indent}print("{fn.name.strip("_")}: called")\n'))
-    if not inserts:
+    texts, inserted = first_statements(row, lambda fn: f'print("{fn.name.strip("_")}: called")')
+    if not inserted:
         return None
-    calls = []
-    for rel, lines in files.items():
-        for at, text in sorted(inserts.get(rel, []), reverse=True):
-            lines.insert(at, text)
-        calls.append(("write_file", {"path": rel, "content": "".join(lines)}))
-    return calls
+    return [("write_file", {"path": rel, "content": text}) for rel, text in texts.items()]
 
 
 # R14, reentrancy: the checks' callbacks are tables of what the tests' functions answered; they never call back into

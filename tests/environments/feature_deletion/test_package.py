@@ -31,3 +31,19 @@ def test_bundled_tasks_load_with_sdist_hashes():
     for row in rows:
         assert row.source.kind == "pypi" and row.f2p and row.p2p
         assert sha256_file(DEFAULT_TASKS.parent / row.archive) == row.source.sha256
+
+
+def test_the_graders_commands_load_without_verifiers_and_the_exports_still_resolve():
+    """fd-validate, fd-build and grading never touch verifiers (seconds of imports per process); the taskset and
+    harness that verifiers' loader reads through `__all__` still resolve, and an unknown name is an AttributeError."""
+    import sys
+
+    code = ("import sys, feature_deletion.validate, feature_deletion.builder.cli, feature_deletion.grading\n"
+            "assert 'verifiers' not in sys.modules, 'verifiers imported'\n"
+            "import feature_deletion as fd\n"
+            "from verifiers.v1 import Harness, Taskset\n"
+            "assert [issubclass(getattr(fd, n), (Harness, Taskset)) for n in fd.__all__] == [True, True]\n"
+            "try:\n    fd.missing\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "has no attribute 'missing'" in out.stdout

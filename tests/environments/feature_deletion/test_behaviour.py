@@ -12,8 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from feature_deletion.behaviour import (DEADLINE_EXIT, Replay, Verdict, compare, mode_forger, run_programs,
-                                        source_copy, unsound)
+from feature_deletion.behaviour import (DEADLINE_EXIT, UNCHANGED, Replay, Verdict, compare, mode_forger,
+                                        program_key, run_programs, source_copy, unsound)
 from feature_deletion import validate
 from feature_deletion.builder.deletions import STUB
 from feature_deletion.grading import grade
@@ -595,6 +595,8 @@ COUNTERS = {  # red team 5, B5: state a rebuild keeps across calls where gold ke
     # W15: past the objects a walk reads (MAX_WALK): the last of 20,100 lists, read alike at both ends before
     "a structure past the walk's reach": "_T = tuple([] for _ in range(20_100))\n\ndef f():\n"
                                          "    _T[-1].append(1)\n    return 1\n",
+    # red team 16, H16: an int's hash is its value modulo 2**61 - 1, so adding that read the same
+    "a big int's residue": "_N = [1 << 64]\n\ndef f():\n    _N[0] += (1 << 61) - 1\n    return 1\n",
 }
 
 
@@ -614,6 +616,51 @@ def test_state_a_rebuild_keeps_where_gold_keeps_none_is_not_gold(tiny_tasks, tmp
     memo = _observed(tiny_tasks, tmp_path, COUNTERS["a new private list"].replace("_N", "_M"), step)
     ok = Checks(programs=checks.programs, state={**gold.state, "drift": {**gold.state["drift"], "fdcalc._M": "changed"}})
     assert compare(ok, memo).fraction == 1.0  # gold keeps that state too
+
+
+def test_warnings_a_step_shows_are_observed_as_a_user_would_see_them(tiny_tasks, tmp_path):
+    """Red team 16, V16: gold plus a `UserWarning` at every call (filed under `sys` by a huge stack level, where no
+    state reading looks) was paid: output a user sees, and an exception under `-W error`. Each step's warnings are
+    observed, under the filters a user has (a DeprecationWarning from a library is not shown) and as a fresh process
+    shows them: the once-per-place registry never hides a warning because an earlier step showed it."""
+    gold = "def f():\n    return 1\n"
+    warns = "import warnings\n\ndef f():\n    warnings.warn('deprecated', stacklevel=10 ** 6)\n    return 1\n"
+    hidden = warns.replace("'deprecated'", "'deprecated', DeprecationWarning")
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [], "kwargs": []}
+    want = _observed(tiny_tasks, tmp_path, gold, [step, step]).observations[0]
+    got = _observed(tiny_tasks, tmp_path, warns, [step, step]).observations[0]
+    assert want == [["ok", ["int", 1]]] * 2, want
+    assert got == [["ok", ["int", 1], ["warned", [["builtins.UserWarning", "deprecated"]]]]] * 2, got
+    assert _observed(tiny_tasks, tmp_path, hidden, [step, step]).observations[0] == want
+
+
+def test_a_step_that_changes_its_object_where_golds_leaves_it_as_it_was_is_not_gold(tiny_tasks, tmp_path):
+    """Red team 16, I16: a call counter in a private attribute of the object (wrong from the 50,001st call on one
+    object) was paid on every task with a deleted method: no reading looked inside an object a user holds. A step made
+    on a package's object that gold's leaves as it was must leave the rebuild's as it was, private attributes and
+    all; where gold's changes (a push), a rebuild may keep its own representation."""
+    gold = ("class C:\n    def __init__(self):\n        self.items = []\n\n    def push(self, x):\n"
+            "        self.items.append(x)\n\n    def top(self):\n        return self.items[-1]\n")
+    counted = gold.replace("        return self.items[-1]", "        self._n = getattr(self, '_n', 0) + 1\n"
+                                                           "        return self.items[-1]")
+    kept_apart = gold.replace("self.items.append(x)", "self.items.append(x)\n        self._pushed = x")
+    steps = [{"op": "new", "cls": ["ref", "fdcalc", "C"], "args": [], "kwargs": []},
+             {"op": "method", "obj": ["slot", 0, []], "name": "push", "args": [["int", 7]], "kwargs": []},
+             {"op": "method", "obj": ["slot", 0, []], "name": "top", "args": [], "kwargs": []}]
+    want = _observed(tiny_tasks, tmp_path, gold, steps)
+    unchanged = {name for name in want.state["objects"] if name.endswith(f".{UNCHANGED}")}
+    assert unchanged == {f"{program_key(steps)}.2.{UNCHANGED}"}, want.state["objects"]  # top, not push
+    checks = Checks(programs=[CheckProgram(steps=steps, expect=want.observations[0], discriminating=[True] * 3,
+                                           heldout=[True] * 3)], state=want.state)
+    assert compare(checks, want).fraction == 1.0
+    got = _observed(tiny_tasks, tmp_path, counted, steps)
+    assert got.observations == want.observations
+    assert compare(checks, got).state == f"objects: {program_key(steps)}.2.{UNCHANGED}"
+    assert compare(checks, _observed(tiny_tasks, tmp_path, kept_apart, steps)).fraction == 1.0
+    # a program the checks no longer hold asks nothing of the replay
+    other = Checks(programs=[CheckProgram(steps=steps[:2], expect=want.observations[0][:2], discriminating=[True] * 2,
+                                          heldout=[True] * 2)], state=want.state)
+    assert compare(other, _observed(tiny_tasks, tmp_path, counted, steps[:2])).fraction == 1.0
 
 
 def test_an_answer_that_is_what_an_earlier_step_was_handed_is_observed(tiny_tasks, tmp_path):

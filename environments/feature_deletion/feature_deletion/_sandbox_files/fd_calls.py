@@ -51,6 +51,7 @@ import sys
 import threading
 import time
 import types
+import warnings
 
 TEST_DIRS = {"tests", "test", "testing"}  # feature_deletion.task.TEST_DIRS
 MAX_STEPS = 150  # steps of one recorded program
@@ -63,6 +64,8 @@ MAX_ITEMS = 5000  # elements of one container
 MAX_STR = 100_000
 MAX_DEPTH = 40
 MAX_OBSERVATION = 1000  # characters: a longer observation is compared by its SHA-256
+MAX_WARNING = 200  # characters of a warning's message kept
+MAX_WARNINGS = 20  # warnings kept per step; the rest are counted
 STEP_S = 3  # seconds one replayed step may run
 STEP_SLACK_S = 2  # past STEP_S + this, a step that caught its timeout ends the driver
 # SIGPROF is the backstop for a step that holds the interpreter in C, so it fires this much later than the watchdog:
@@ -912,9 +915,30 @@ class _Timeout(Artifact):
 
 
 class Driver:
-    def __init__(self):
+    def __init__(self, root=None):
         self.flag = None
         self.clock = None  # (start,) of the running step, a new tuple for each step; None between steps
+        self.root = root  # the package's directory ("/"-terminated), whose objects' own state steps read
+        self.receiver = None  # the object the running step is made on (a method's, an attribute's, an iterator's)
+        self.warned = None  # [category, message] of each warning shown in the running step (`shown`); None between
+        self.show = warnings._showwarnmsg
+
+    def shown(self, message):
+        """What the warnings machinery shows (it calls `warnings._showwarnmsg`, a private name agent code cannot
+        reach, under the process's own filters, which stay as a user's are), kept for the step that showed it, then
+        shown as before. A warning is output a user sees, and an exception under `-W error` (red team 16, V16: a
+        `UserWarning` at every call, filed under `sys` by a huge stack level, paid on the 34 tasks whose file warns)."""
+        if self.warned is not None:
+            try:
+                text = str(message.message)[:MAX_WARNING]
+            except Exception as exc:  # noqa: BLE001 - a message of the code's own class whose str fails: seen by how
+                text = _qual(type(exc))
+            kind = _qual(message.category) if isinstance(message.category, type) else "?"
+            if len(self.warned) < MAX_WARNINGS:
+                self.warned.append([kind, text])
+            else:  # past the cap, counted: a step that warns more than gold still reads unlike gold's
+                self.warned[-1] = ["more", self.warned[-1][1] + 1 if self.warned[-1][0] == "more" else 1]
+        self.show(message)
 
     def artifact(self, kind):
         if self.flag is None:
@@ -996,6 +1020,7 @@ class Driver:
         self.stubs, self.tables, self.feeds, self.seen, self.kept, self.iters = [], [], [], {}, [], {}
         self.fed = []  # what the code was handed for each of `feeds`
         self.reentered = []  # what the calls made from inside callbacks answered (`reenter`)
+        self.unchanged = []  # the steps that left the package's object they were made on as it was (`own_state`)
         self.given, self.handed = [], {}  # each step's arguments; {id: [step, key, path...]} of their containers
         # Seeded by the program as well: were every program to start from one seed, its first draw would pick the
         # same place every time, and a rebuild that always picks that place (red team 5, R5: a FIFO `rr_cache`
@@ -1022,6 +1047,7 @@ class Driver:
     def step(self, step):
         self.flag = None
         self.given.append({})
+        self.receiver = None
         try:
             call, args, kwargs = self.prepare(step)
         except _Unavailable:
@@ -1039,7 +1065,13 @@ class Driver:
         calls = [t.count for t in self.tables]
         taken = [f.taken for f in self.feeds]
         reentered = len(self.reentered)
+        self.warned = []
+        # every step shows its warnings as a fresh process would: the once-per-place registries are emptied, so what a
+        # step shows never hangs on which programs ran before it in this process
+        warnings._filters_mutated()
         drawn = random.getstate()
+        held = self.receiver if self.root and _of_package(self.receiver, self.root) else None
+        had = own_state(held, self.root) if held is not None else None
         signal.setitimer(signal.ITIMER_REAL, STEP_S)
         try:
             result = call(*args, **kwargs)
@@ -1054,6 +1086,8 @@ class Driver:
             return ["timeout"], None, False
         if self.flag is not None:
             return ["artifact", self.flag], None, False
+        if held is not None and own_state(held, self.root) == had:
+            self.unchanged.append(index)
         # What a step did besides its answer, each where it did it: arguments changed in place (keyword ones and
         # containers nested in a tuple too), containers of the answer that are those the program handed to this step
         # or an earlier one (toolz `dissoc` handing back the caller's dict: red team A; a cache that stores a copy of
@@ -1076,6 +1110,9 @@ class Driver:
             extras.append(["called", called])
         if len(self.reentered) > reentered:
             extras.append(["reentered", self.reentered[reentered:]])
+        warned, self.warned = self.warned, None
+        if warned:
+            extras.append(["warned", warned])
         read = [[i, f.taken - (taken[i] if i < len(taken) else 0)] for i, f in enumerate(self.feeds)]
         read = [r for r in read if r[1]]
         if read:
@@ -1100,6 +1137,7 @@ class Driver:
         if op in ("call", "new"):
             return decode(step["fn" if op == "call" else "cls"], self.decode_other), args, kwargs
         obj = decode(step["obj"], self.decode_other)
+        self.receiver = obj
         if op == "callh":
             return obj, args, kwargs
         if op == "next":
@@ -1333,9 +1371,13 @@ def _walk(value, stop, enter, kinds, seen, caches):
         name, kind, is_dict = kinds.get(t) or _kind(t, kinds)
         out.append(name)
         if kind == "plain":  # by value, wherever it is (the interpreter shares small numbers and strings)
-            # a string keeps its hash (read once per process); an int past repr's 4,300 digits is hashed too; a float
-            # by its bits: every NaN prints `nan`, whatever its payload holds (red team 15, W15n: a call counter there)
-            out.append(hash(x) if t is str or t is bytes or t is int and not -1 << 60 < x < 1 << 60
+            # A string keeps its hash (64 bits of SipHash under a key drawn per process, read once per process); a
+            # large int is read by its bytes, never its hash, which is its value modulo 2**61 - 1 (red team 16, H16: a
+            # call counter adding 2**61 - 1 to a new constant read the same at both ends); a float by its bits: every
+            # NaN prints `nan`, whatever its payload holds (red team 15, W15n: a call counter there)
+            out.append(hash(x) if t is str or t is bytes
+                       else hashlib.sha256(x.to_bytes((x.bit_length() + 8) // 8, "little", signed=True)).digest()
+                       if t is int and not -1 << 60 < x < 1 << 60
                        else struct.pack("<d", x) if t is float
                        else struct.pack("<dd", x.real, x.imag) if t is complex else x)
             continue
@@ -1381,6 +1423,33 @@ def _written_in_c(cls):
     """Whether no method of `cls` (nor of its bases, nor its metaclass) is Python code: pickling it then runs none."""
     return type(cls) is type and (not _FLAGS(cls) & _HEAPTYPE or not any(
         isinstance(v, _PYTHON) for k in _MRO(cls) for v in list(_DICT(k).values())))
+
+
+# a step that left the object it was made on as it was (`Driver.step`, `own_state`); no attribute's name
+UNCHANGED = "(unchanged)"
+
+
+def own_state(obj, root):
+    """The digest of what a package's object holds: its attributes, private ones too, and what they reach, read as
+    the drift walk reads a module's names (no code of the agent's runs). Read before and after each step made on it:
+    where gold's step leaves its object as it was (a lookup, a length, an index, a call of a composed function), a
+    rebuild's must too, whatever names it keeps its own representation under (red team 16, I16: a call counter in a
+    private attribute of the object, wrong from the 50,001st call, paid on 23 of 23 tasks with a deleted method; the
+    module-level names' drift check never reads an object a user holds). Compared one way: the grader keeps gold's
+    unchanged steps (`state["objects"]`), and a rebuild that leaves its object as it was where gold's changes is
+    not asked to change it."""
+    import gc
+
+    t = type(obj)
+    stop = {id(vars(m)) for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)}
+    return _walk([r for r in gc.get_referents(obj) if r is not t], stop,
+                 functools.partial(_owned, root=root, home=None), {}, {}, True)
+
+
+def _of_package(obj, root):
+    """Whether `obj` is an instance of one of the package's classes (its class's module read without running code)."""
+    module = _DICT(type(obj)).get("__module__")
+    return isinstance(module, str) and _in_package(sys.modules.get(module), root)
 
 
 def public_attributes(objects, root, prefix):
@@ -1490,7 +1559,10 @@ def main():
 
     with open(sys.argv[1]) as f:
         programs = json.load(f)
-    driver = Driver()
+    root = os.environ.get("FD_PACKAGE")
+    root = os.path.realpath(root).rstrip("/") + "/" if root else None
+    driver = Driver(root)
+    warnings._showwarnmsg = driver.shown
     done = []
 
     def alarm(signum, frame):
@@ -1499,10 +1571,8 @@ def main():
 
     signal.signal(signal.SIGALRM, alarm)
     threading.Thread(target=watch, args=(driver, done, sys.argv[2]), daemon=True).start()
-    root = os.environ.get("FD_PACKAGE")
     state = {}
     if root:
-        root = os.path.realpath(root).rstrip("/") + "/"
         driver.clock = (time.monotonic(),)  # the package's import is the agent's code running, under a deadline
         draw_room()
         for module in json.loads(os.environ.get("FD_MODULES", "[]")):
@@ -1526,6 +1596,9 @@ def main():
         if root:
             driver.clock = (time.monotonic(),)
             state["objects"].update(public_attributes(driver.slots, root, str(index)))
+            # Keyed by the program's steps, not its place: the checks kept may be fewer than the programs answered
+            key = hashlib.sha256(driver.program.encode()).hexdigest()[:16]
+            state["objects"].update({f"{key}.{j}.{UNCHANGED}": UNCHANGED for j in driver.unchanged})
             driver.clock = None
     if root:
         driver.clock = (time.monotonic(),)

@@ -25,9 +25,10 @@ SAMPLE = [
     RANGE,
     "cachetools-5.5.0/src/cachetools/__init__.py:TTLCache.__getitem__:body",
     "cachetools-5.5.0/src/cachetools/__init__.py:TLRUCache.__contains__:body",
-    "toolz-1.0.0/toolz/functoolz.py:juxt:methods",
     "toolz-1.0.0/toolz/functoolz.py:excepts:methods",
 ]
+# Not here: `juxt:methods`. `juxt` has `__slots__ = ['funcs']`, so `_rt16_own` cannot set its attribute and returns:
+# that rebuild is gold, and 1.0 is its due (checked after the fixes: 1.000, every check matched).
 
 LOOP = """
 try:

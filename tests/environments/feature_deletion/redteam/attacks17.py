@@ -93,14 +93,25 @@ HIDDEN_POPS = (
 )
 
 
+POPITEMS = {  # task: (the class whose `popitem` is deleted, the line its item-removing return is)
+    LFU_POPITEM: ("class LFUCache(", "            return (key, self.pop(key))\n"),
+    "cachetools-5.5.0/src/cachetools/__init__.py:TTLCache.popitem:body":
+        ("class TTLCache(", "                return (key, self.pop(key))\n"),
+    "cachetools-5.5.0/src/cachetools/__init__.py:TLRUCache.popitem:def":
+        ("class TLRUCache(", "                return (key, self.pop(key))\n"),
+}
+
+
 def popitem_counted_gold(row, limit: int = LIMIT) -> list[tuple[str, dict]] | None:
-    """M17 on `LFUCache.popitem:body` (None elsewhere)."""
-    if row.id != LFU_POPITEM:
+    """M17 on the `popitem` tasks of `POPITEMS` (None elsewhere): `_rt17_pops(self)` on its own line just before the
+    return that removes an item."""
+    if row.id not in POPITEMS:
         return None
+    marker, line = POPITEMS[row.id]
     rel = "src/cachetools/__init__.py"
     text = row.gold_files[rel]
-    old = "            return (key, self.pop(key))\n\n\nclass LRUCache"
-    assert text.count(old) == 1
-    text = text.replace(old, "            _rt17_pops(self)\n" + old)
+    at = text.index(line, text.index("def popitem", text.index(marker)))
+    indent = line[: len(line) - len(line.lstrip())]
+    text = text[:at] + f"{indent}_rt17_pops(self)\n" + text[at:]
     return [("write_file", {"path": rel, "content": text.rstrip("\n") + "\n"
                             + HIDDEN_POPS.replace("LIMIT_HERE", str(limit))})]

@@ -10,6 +10,8 @@ Reproduce: FD_REDTEAM=1 nice -n 19 uv run pytest -n0 -q -p no:cacheprovider \
 
 from __future__ import annotations
 
+import pytest
+
 import attacks17 as a
 from _rt14_witness import outputs
 from attacks2 import row_of
@@ -33,9 +35,10 @@ def test_witness_a_long_lived_full_lfu_cache_stops_accepting_values(tmp_path):
         "gold": "ok 60000", "wrong": "NotImplementedError at call 45011"}
 
 
-def test_a_counter_bumped_where_gold_changes_too_is_not_paid():
-    row = row_of(a.LFU_POPITEM)
+@pytest.mark.parametrize("task", sorted(a.POPITEMS))
+def test_a_counter_bumped_where_gold_changes_too_is_not_paid(task):
+    row = row_of(task)
     played = play(row, a.popitem_counted_gold(row))
     record("redteam17_M17", [played])
-    print(f"M17 {a.LFU_POPITEM}: {played.line()}")
+    print(f"M17 {task}: {played.line()}")
     assert played.reward == 0.0

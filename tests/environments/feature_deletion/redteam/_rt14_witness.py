@@ -1,5 +1,5 @@
-"""Shared by test_redteam14_*.py: run a script with gold and with the rebuild on the host, in a fresh `python -c`,
-from the task's archive (as red team 13's witnesses do)."""
+"""Shared by red teams 14-17's tests: run a script with gold and with the rebuild on the host, in a fresh `python -c`,
+from the task's archive (as red team 13's witnesses do); play an attack on a task as a rollout is graded."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import tarfile
 
 from attacks2 import row_of
-from harness import TASKS
+from harness import TASKS, Played, play, record
 
 
 def outputs(tmp_path, task: str, attack, script: str) -> dict[str, str]:
@@ -24,3 +24,15 @@ def outputs(tmp_path, task: str, attack, script: str) -> dict[str, str]:
                                   text=True, check=True, env={"PYTHONIOENCODING": "utf-8", "PATH": "/usr/bin:/bin"}
                                   ).stdout.strip()
     return got
+
+
+def graded(task: str, attack, name: str) -> Played:
+    """`attack(row)`'s tool calls played on the bundled task `task` as a rollout is graded, recorded in
+    results/`name`.jsonl and printed with the attack's id (`name`'s part after "redteamNN_")."""
+    row = row_of(task)
+    calls = attack(row)
+    assert calls is not None
+    played = play(row, calls)
+    record(name, [played])
+    print(f"{name.split('_', 1)[1]} {task}: {played.line()}")
+    return played

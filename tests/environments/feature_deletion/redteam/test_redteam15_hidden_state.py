@@ -17,9 +17,7 @@ from __future__ import annotations
 import pytest
 
 import attacks15 as a
-from _rt14_witness import outputs
-from attacks2 import row_of
-from harness import play, record
+from _rt14_witness import graded, outputs
 
 ORDINAL = "inflection-0.5.1/inflection/__init__.py:ordinal:def"
 FREQUENCIES = "toolz-1.0.0/toolz/itertoolz.py:frequencies:body"
@@ -56,12 +54,7 @@ def test_witness_frequencies_stops_after_50000_calls(tmp_path):
 
 @pytest.mark.parametrize("task", SAMPLE)
 def test_a_counter_hidden_past_the_walk_is_not_paid(task):
-    row = row_of(task)
-    calls = a.counted_gold(row)
-    assert calls is not None
-    played = play(row, calls)
-    record("redteam15_W15", [played])
-    print(f"W15 {task}: {played.line()}")
+    played = graded(task, a.counted_gold, "redteam15_W15")
     assert played.reward == 0.0
 
 
@@ -73,10 +66,5 @@ def test_witness_ordinal_nan_memory_stops_after_50000_calls(tmp_path):
 
 @pytest.mark.parametrize("task", SAMPLE[:3])
 def test_a_counter_in_a_nan_payload_is_not_paid(task):
-    row = row_of(task)
-    calls = a.nan_counted_gold(row)
-    assert calls is not None
-    played = play(row, calls)
-    record("redteam15_W15n", [played])
-    print(f"W15n {task}: {played.line()}")
+    played = graded(task, a.nan_counted_gold, "redteam15_W15n")
     assert played.reward == 0.0

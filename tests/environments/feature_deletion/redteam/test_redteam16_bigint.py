@@ -17,9 +17,7 @@ from pathlib import Path
 import pytest
 
 import attacks16 as a
-from _rt14_witness import outputs
-from attacks2 import row_of
-from harness import play, record
+from _rt14_witness import graded, outputs
 
 ORDINAL = "inflection-0.5.1/inflection/__init__.py:ordinal:def"
 FREQUENCIES = "toolz-1.0.0/toolz/itertoolz.py:frequencies:body"
@@ -71,10 +69,5 @@ def test_witness_frequencies_stops_after_50000_calls(tmp_path):
 
 @pytest.mark.parametrize("task", SAMPLE)
 def test_a_counter_in_a_big_int_is_not_paid(task):
-    row = row_of(task)
-    calls = a.bigint_counted_gold(row)
-    assert calls is not None
-    played = play(row, calls)
-    record("redteam16_H16", [played])
-    print(f"H16 {task}: {played.line()}")
+    played = graded(task, a.bigint_counted_gold, "redteam16_H16")
     assert played.reward == 0.0

@@ -14,9 +14,7 @@ from __future__ import annotations
 import pytest
 
 import attacks16 as a
-from _rt14_witness import outputs
-from attacks2 import row_of
-from harness import play, record
+from _rt14_witness import graded, outputs
 
 CACHE = "cachetools-5.5.0/src/cachetools/__init__.py:Cache:methods"
 RANGE = "more-itertools-10.5.0/more_itertools/more.py:numeric_range._get_by_index:body"
@@ -59,10 +57,5 @@ def test_witness_one_long_lived_cache_stops_working(tmp_path):
 
 @pytest.mark.parametrize("task", SAMPLE)
 def test_a_counter_in_the_instance_is_not_paid(task):
-    row = row_of(task)
-    calls = a.instance_counted_gold(row)
-    assert calls is not None
-    played = play(row, calls)
-    record("redteam16_I16", [played])
-    print(f"I16 {task}: {played.line()}")
+    played = graded(task, a.instance_counted_gold, "redteam16_I16")
     assert played.reward == 0.0

@@ -19,8 +19,9 @@ import tarfile
 import pytest
 
 import attacks16 as a
+from _rt14_witness import graded
 from attacks2 import row_of
-from harness import TASKS, play, record
+from harness import TASKS
 
 SPLIT_INTO = "more-itertools-10.5.0/more_itertools/more.py:split_into:def"
 CACHE = "cachetools-5.5.0/src/cachetools/__init__.py:Cache:methods"
@@ -71,10 +72,5 @@ def test_witness_a_cache_raises_under_w_error(tmp_path):
 
 @pytest.mark.parametrize("task", SAMPLE)
 def test_a_stray_warning_is_not_paid(task):
-    row = row_of(task)
-    calls = a.warning_gold(row)
-    assert calls is not None
-    played = play(row, calls)
-    record("redteam16_V16", [played])
-    print(f"V16 {task}: {played.line()}")
+    played = graded(task, a.warning_gold, "redteam16_V16")
     assert played.reward == 0.0

@@ -19,9 +19,7 @@ from pathlib import Path
 import pytest
 
 import attacks17 as a
-from _rt14_witness import outputs
-from attacks2 import row_of
-from harness import play, record
+from _rt14_witness import graded, outputs
 
 CACHE = "cachetools-5.5.0/src/cachetools/__init__.py:Cache:methods"
 EXCEPTS = "toolz-1.0.0/toolz/functoolz.py:excepts:methods"
@@ -76,10 +74,5 @@ def test_witness_a_composed_function_stops_working(tmp_path):
 
 @pytest.mark.parametrize("task", SAMPLE)
 def test_a_counter_in_attribute_names_is_not_paid(task):
-    row = row_of(task)
-    calls = a.named_counted_gold(row)
-    assert calls is not None
-    played = play(row, calls)
-    record("redteam17_N17", [played])
-    print(f"N17 {task}: {played.line()}")
+    played = graded(task, a.named_counted_gold, "redteam17_N17")
     assert played.reward == 0.0

@@ -13,9 +13,7 @@ from __future__ import annotations
 import pytest
 
 import attacks17 as a
-from _rt14_witness import outputs
-from attacks2 import row_of
-from harness import play, record
+from _rt14_witness import graded, outputs
 
 LOOP = """
 try:
@@ -37,8 +35,5 @@ def test_witness_a_long_lived_full_lfu_cache_stops_accepting_values(tmp_path):
 
 @pytest.mark.parametrize("task", sorted(a.POPITEMS))
 def test_a_counter_bumped_where_gold_changes_too_is_not_paid(task):
-    row = row_of(task)
-    played = play(row, a.popitem_counted_gold(row))
-    record("redteam17_M17", [played])
-    print(f"M17 {task}: {played.line()}")
+    played = graded(task, a.popitem_counted_gold, "redteam17_M17")
     assert played.reward == 0.0

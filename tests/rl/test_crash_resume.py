@@ -18,9 +18,7 @@ from composer_prime.utils.net import free_port
 from composer_prime.weights import STABLE, broadcast_root
 
 REPO = Path(__file__).resolve().parents[2]
-MAX_STEPS = 5
-
-
+MAX_STEPS = 7  # the trainer is killed after step 2, the orchestrator after step 4: steps are left to both reruns
 
 
 def rl_command(out: Path, port: int) -> list[str]:
@@ -53,33 +51,41 @@ def pids_of(module: str, marker: str) -> list[int]:
     return pids
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("victim", ["trainer", "orchestrator"])
-def test_kill9_then_rerun_resumes_without_loss_or_repeat(tmp_path, victim):
-    out = tmp_path / "run"
-    command = rl_command(out, free_port())
-    first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def killed(command: list[str], out: Path, victim: str, trained: int) -> None:
+    """Start the run, kill -9 its `victim` once the trainer has logged `trained` steps in all: the run fails, naming
+    the victim, and leaves no process behind."""
+    run = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300
-        while len(steps_of(out, "trainer", "loss")) < 2:
-            assert first.poll() is None, first.communicate()
+        while len(steps_of(out, "trainer", "loss")) < trained:
+            assert run.poll() is None, run.communicate()
             assert time.monotonic() < deadline, "run made no progress"
             time.sleep(0.2)
         victims = pids_of(f"composer_prime.{victim}.main", str(out))
         assert victims, f"no {victim} process found"
         for pid in victims:
             os.kill(pid, signal.SIGKILL)
-        _, stderr = first.communicate(timeout=60)
+        _, stderr = run.communicate(timeout=60)
     finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
-    assert first.returncode != 0
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode != 0
     assert victim in stderr
     assert not pids_of("composer_prime.", str(out)), "processes outlived the failed run"
 
-    second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert second.returncode == 0, second.stderr[-3000:]
+
+@pytest.mark.slow
+def test_kill9_then_rerun_resumes_without_loss_or_repeat(tmp_path):
+    """The trainer killed, the command run again; then the orchestrator killed, the command run again (one run
+    directory: each rerun resumes from what the previous attempts left)."""
+    out = tmp_path / "run"
+    command = rl_command(out, free_port())
+    killed(command, out, "trainer", 2)
+    killed(command, out, "orchestrator", 4)
+
+    last = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert last.returncode == 0, last.stderr[-3000:]
     assert not pids_of("composer_prime.", str(out))
 
     expected = list(range(1, MAX_STEPS + 1))

@@ -52,7 +52,7 @@ RESULTS_BYTES_PER_STEP = 8192  # an observation (<= fd_calls.MAX_OBSERVATION cha
 GUARD_EXIT = 86  # _sandbox_files/fd_guard.py's EXIT
 STDLIB_STATE = "stdlib:"  # _sandbox_files/fd_calls.py's: the process's state outside the package
 DRIFT = "drift"  # _sandbox_files/fd_calls.py's: the names whose reachable state the replay changed
-UNCHANGED = "(unchanged)"  # _sandbox_files/fd_calls.py's: a step that left the package's object it was made on as is
+STATES = "(states)"  # _sandbox_files/fd_calls.py's: a program's readings of the package's objects its steps were made on
 DEADLINE_EXIT = 87  # _sandbox_files/fd_calls.py's: a step caught its timeout and the driver's watchdog ended it
 STEP_DEADLINE_S = 3 + 2 + 1  # fd_calls.STEP_S + STEP_SLACK_S + PROF_SLACK_S: by then a step is ended, by the watchdog or by SIGPROF
 REPLAY_START_S = 60.0  # the replay's sandbox and interpreter starting, beside its steps' deadlines
@@ -1254,14 +1254,49 @@ def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, b
         disc = [b is None or j >= len(b) or b[j] != e for j, e in enumerate(expect)]
         answered.append(CheckProgram(steps=programs[k].steps, expect=expect, discriminating=disc,
                                      heldout=[h and d for h, d in zip(programs[k].heldout, disc)]))
-    state = None
-    if all(r.state for r in runs):
-        state = {section: {name: digest for name, digest in names.items()
-                           if all((r.state.get(section) or {}).get(name) == digest for r in runs[1:])}
-                 for section, names in runs[0].state.items() if isinstance(names, dict) and section != DRIFT}
-        # What any gold process changed, a rebuild may change
-        state[DRIFT] = {name: "changed" for run in runs for name in (run.state.get(DRIFT) or {})}
+    state = kept_state([r.state for r in runs]) if all(r.state for r in runs) else None
     return kept, Checks(programs=answered, state=state)
+
+
+def kept_state(states: list[dict]) -> dict:
+    """What the checks keep of gold's state as the driver read it in each of its processes: a name where every
+    process read the same, and every name any process saw drift (what any gold process changed, a rebuild may)."""
+    first, others = states[0], states[1:]
+    state = {section: {name: kept for name, value in names.items()
+                       if (kept := _agreed(name, value, [(o.get(section) or {}).get(name) for o in others])) is not None}
+             for section, names in first.items() if isinstance(names, dict) and section != DRIFT}
+    state[DRIFT] = {name: "changed" for s in states for name in (s.get(DRIFT) or {})}
+    return state
+
+
+def _agreed(name: str, first, others: list):
+    """What the checks keep of one name of gold's state read in ANSWER_RUNS processes: its digest where every process
+    read the same; for a program's readings of its objects (`STATES`), which readings are equal, where every process
+    found the same (the digests themselves hold ids and string hashes of their process)."""
+    if name.endswith(f".{STATES}"):
+        kept = state_classes(first)
+        return kept if kept and all(state_classes(o) == kept for o in others) else None
+    return first if all(o == first for o in others) else None
+
+
+def state_classes(readings: list) -> list[list]:
+    """[reading, class] of the readings (`fd_calls.own_state`: [[label, digest], ...]) equal to another, a class
+    numbered by where it first appears: what gold's object returns to, a rebuild's must (`states_kept`)."""
+    first: dict[str, int] = {}
+    classes = [[label, first.setdefault(digest, len(first))] for label, digest in readings]
+    sizes = Counter(c for _, c in classes)
+    return [[label, c] for label, c in classes if sizes[c] > 1]
+
+
+def states_kept(classes: list, readings) -> bool:
+    """Whether a replay's readings of its objects are equal wherever gold's are (`state_classes`): compared one way,
+    a rebuild's object may return to a state where gold's does not. A reading missing or malformed fails."""
+    try:
+        got = {label: digest for label, digest in readings if isinstance(label, str) and isinstance(digest, str)}
+    except (TypeError, ValueError):
+        return False
+    digests: dict[int, str] = {}
+    return all(label in got and digests.setdefault(c, got[label]) == got[label] for label, c in classes)
 
 
 def _choose(candidates: list[Candidate], adequacy) -> list[tuple[int, int]]:
@@ -1447,19 +1482,23 @@ def program_key(steps: list[dict]) -> str:
 
 def compare(checks: Checks, replay: Replay) -> Verdict:
     verdict = Verdict(guard=replay.returncode == GUARD_EXIT, deadline=replay.deadline)
-    # gold's unchanged objects (`fd_calls.own_state`) of the programs these checks hold: the state was read with every
-    # program answered, some of which may have been left out since
+    # gold's readings of its objects (`fd_calls.own_state`) of the programs these checks hold: the state was read with
+    # every program answered, some of which may have been left out since
     programs = {program_key(p.steps) for p in checks.programs}
+
+    def same(name: str, want, got: dict) -> bool:
+        if name.endswith(f".{STATES}"):
+            return name.split(".", 1)[0] not in programs or states_kept(want, got.get(name))
+        # the standard library's names a run does not have are not compared: the driver loads every allowed standard
+        # module, but gold may load a submodule of one (or a module may set a name lazily) where a rebuild need not
+        return got.get(name) == want or name.startswith(STDLIB_STATE) and name not in got
+
     for section, names in (checks.state or {}).items():
         if section == DRIFT:
             continue
         got = (replay.state or {}).get(section)
         got = got if isinstance(got, dict) else {}
-        # the standard library's names a run does not have are not compared: the driver loads every allowed standard
-        # module, but gold may load a submodule of one (or a module may set a name lazily) where a rebuild need not
-        differs = next((name for name, digest in sorted(names.items()) if got.get(name) != digest
-                        and not (name.startswith(STDLIB_STATE) and name not in got)
-                        and not (name.endswith(f".{UNCHANGED}") and name.split(".", 1)[0] not in programs)), None)
+        differs = next((name for name, want in sorted(names.items()) if not same(name, want, got)), None)
         if differs is not None and not verdict.state:
             verdict.state = f"{section}: {differs}"
     if checks.state is not None:

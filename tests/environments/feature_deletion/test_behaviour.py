@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from feature_deletion.behaviour import (DEADLINE_EXIT, UNCHANGED, Replay, Verdict, compare, mode_forger,
+from feature_deletion.behaviour import (DEADLINE_EXIT, STATES, Replay, Verdict, compare, kept_state, mode_forger,
                                         program_key, run_programs, source_copy, unsound)
 from feature_deletion import validate
 from feature_deletion.builder.deletions import STUB
@@ -634,32 +634,64 @@ def test_warnings_a_step_shows_are_observed_as_a_user_would_see_them(tiny_tasks,
     assert _observed(tiny_tasks, tmp_path, hidden, [step, step]).observations[0] == want
 
 
-def test_a_step_that_changes_its_object_where_golds_leaves_it_as_it_was_is_not_gold(tiny_tasks, tmp_path):
+def test_an_object_must_return_where_golds_returns_to_an_earlier_state(tiny_tasks, tmp_path):
     """Red team 16, I16: a call counter in a private attribute of the object (wrong from the 50,001st call on one
-    object) was paid on every task with a deleted method: no reading looked inside an object a user holds. A step made
-    on a package's object that gold's leaves as it was must leave the rebuild's as it was, private attributes and
-    all; where gold's changes (a push), a rebuild may keep its own representation."""
+    object) was paid on every task with a deleted method: no reading looked inside an object a user holds. Red team 17,
+    M17: with only gold's unchanged steps compared, a counter bumped where gold's object changes too (a push, a pop)
+    was paid; N17: a counter in which names are set read the same (an inline dict shows the collector values only).
+    Each step made on a package's object reads it before and after; where gold's is as it was at an earlier reading,
+    the rebuild's must be too, private attributes, names and all. Where gold's never returns, a rebuild may keep its
+    own representation."""
     gold = ("class C:\n    def __init__(self):\n        self.items = []\n\n    def push(self, x):\n"
-            "        self.items.append(x)\n\n    def top(self):\n        return self.items[-1]\n")
+            "        self.items.append(x)\n\n    def top(self):\n        return self.items[-1]\n\n"
+            "    def pop(self):\n        return self.items.pop()\n")
     counted = gold.replace("        return self.items[-1]", "        self._n = getattr(self, '_n', 0) + 1\n"
                                                            "        return self.items[-1]")
+    # bumped only where gold's object changes too
+    changing = gold.replace("        self.items.append(x)", "        self.items.append(x)\n"
+                                                             "        self._n = getattr(self, '_n', 0) + 1")
+    renamed = gold.replace("        self.items = []", "        self.items = []\n        self._a = None").replace(
+        "        return self.items[-1]", "        if hasattr(self, '_a'):\n            del self._a\n"
+                                        "            self._b = None\n        return self.items[-1]")
+    # the class answers a lookup of `__dict__` itself: the dict is made without asking it
+    hidden = renamed.replace("class C:\n", "class C:\n    __dict__ = property(lambda self: {})\n\n")
     kept_apart = gold.replace("self.items.append(x)", "self.items.append(x)\n        self._pushed = x")
-    steps = [{"op": "new", "cls": ["ref", "fdcalc", "C"], "args": [], "kwargs": []},
-             {"op": "method", "obj": ["slot", 0, []], "name": "push", "args": [["int", 7]], "kwargs": []},
-             {"op": "method", "obj": ["slot", 0, []], "name": "top", "args": [], "kwargs": []}]
-    want = _observed(tiny_tasks, tmp_path, gold, steps)
-    unchanged = {name for name in want.state["objects"] if name.endswith(f".{UNCHANGED}")}
-    assert unchanged == {f"{program_key(steps)}.2.{UNCHANGED}"}, want.state["objects"]  # top, not push
-    checks = Checks(programs=[CheckProgram(steps=steps, expect=want.observations[0], discriminating=[True] * 3,
-                                           heldout=[True] * 3)], state=want.state)
-    assert compare(checks, want).fraction == 1.0
-    got = _observed(tiny_tasks, tmp_path, counted, steps)
-    assert got.observations == want.observations
-    assert compare(checks, got).state == f"objects: {program_key(steps)}.2.{UNCHANGED}"
+    new, push, top, pop = ({"op": "new", "cls": ["ref", "fdcalc", "C"], "args": [], "kwargs": []},
+                           *({"op": "method", "obj": ["slot", 0, []], "name": name, "args": args, "kwargs": []}
+                             for name, args in (("push", [["int", 7]]), ("top", []), ("pop", []))))
+
+    def checks_of(steps: list[dict]) -> tuple[Checks, str]:
+        want = _observed(tiny_tasks, tmp_path, gold, steps)
+        checks = Checks(programs=[CheckProgram(steps=steps, expect=want.observations[0], discriminating=[True] * len(
+            steps), heldout=[True] * len(steps))], state=kept_state([want.state]))
+        assert compare(checks, want).fraction == 1.0
+        return checks, f"objects: {program_key(steps)}.{STATES}"
+
+    # readings 1< 1 2< 2 3< 3: empty, [7], [7], [7], [7], empty
+    steps = [new, push, top, pop]
+    checks, failed = checks_of(steps)
+    assert checks.state["objects"][f"{program_key(steps)}.{STATES}"] == [
+        ("1<", 0), ("1", 1), ("2<", 1), ("2", 1), ("3<", 1), ("3", 0)], checks.state
+    for source in (counted, changing, renamed, hidden):
+        got = _observed(tiny_tasks, tmp_path, source, steps)
+        assert got.observations == _observed(tiny_tasks, tmp_path, gold, steps).observations, source
+        assert compare(checks, got).state == failed, source
+    assert compare(checks, _observed(tiny_tasks, tmp_path, kept_apart, steps)).state == failed  # not back to empty
+    # gold's object never returns to an earlier state after its push: the rebuild's representation is its own there
+    steps = [new, push, push]
+    checks, _ = checks_of(steps)
     assert compare(checks, _observed(tiny_tasks, tmp_path, kept_apart, steps)).fraction == 1.0
-    # a program the checks no longer hold asks nothing of the replay
-    other = Checks(programs=[CheckProgram(steps=steps[:2], expect=want.observations[0][:2], discriminating=[True] * 2,
-                                          heldout=[True] * 2)], state=want.state)
+    assert compare(checks, _observed(tiny_tasks, tmp_path, changing, steps)).fraction == 1.0
+    # a reading that is missing or malformed fails; a program the checks no longer hold asks nothing of the replay
+    steps = [new, push, top, pop]
+    checks, failed = checks_of(steps)
+    for readings in (None, [], [["1<", "a"]], "x", [[1, 2]]):
+        replay = Replay([checks.programs[0].expect], 0, False, "", {**checks.state, "objects": {
+            **checks.state["objects"], failed[9:]: readings}})
+        assert compare(checks, replay).state == failed, readings
+    other = Checks(programs=[CheckProgram(steps=steps[:2], expect=checks.programs[0].expect[:2],
+                                          discriminating=[True] * 2, heldout=[True] * 2)],
+                   state={"objects": {failed[9:]: checks.state["objects"][failed[9:]]}, "drift": checks.state["drift"]})
     assert compare(other, _observed(tiny_tasks, tmp_path, counted, steps[:2])).fraction == 1.0
 
 

@@ -34,6 +34,7 @@ written.
 """
 
 import collections
+import ctypes
 import datetime
 import decimal
 import enum
@@ -936,8 +937,10 @@ class Driver:
             kind = _qual(message.category) if isinstance(message.category, type) else "?"
             if len(self.warned) < MAX_WARNINGS:
                 self.warned.append([kind, text])
-            else:  # past the cap, counted: a step that warns more than gold still reads unlike gold's
-                self.warned[-1] = ["more", self.warned[-1][1] + 1 if self.warned[-1][0] == "more" else 1]
+            elif len(self.warned) == MAX_WARNINGS:  # past the cap, counted: warning more than gold reads unlike gold
+                self.warned.append(["more", 1])
+            else:
+                self.warned[-1][1] += 1
         self.show(message)
 
     def artifact(self, kind):
@@ -1020,7 +1023,8 @@ class Driver:
         self.stubs, self.tables, self.feeds, self.seen, self.kept, self.iters = [], [], [], {}, [], {}
         self.fed = []  # what the code was handed for each of `feeds`
         self.reentered = []  # what the calls made from inside callbacks answered (`reenter`)
-        self.unchanged = []  # the steps that left the package's object they were made on as it was (`own_state`)
+        self.states = []  # [reading, its digest] of the package's objects the steps were made on (`own_state`)
+        self.held = []  # those objects, kept to the program's end: no other object takes an id a reading names
         self.given, self.handed = [], {}  # each step's arguments; {id: [step, key, path...]} of their containers
         # Seeded by the program as well: were every program to start from one seed, its first draw would pick the
         # same place every time, and a rebuild that always picks that place (red team 5, R5: a FIFO `rr_cache`
@@ -1071,7 +1075,11 @@ class Driver:
         warnings._filters_mutated()
         drawn = random.getstate()
         held = self.receiver if self.root and _of_package(self.receiver, self.root) else None
-        had = own_state(held, self.root) if held is not None else None
+        if held is not None:
+            self.held.append(held)
+            stop = module_spaces()
+            # the object's id with its digest: only readings of one object are compared with each other
+            self.states.append([f"{index}<", f"{id(held):x}.{own_state(held, self.root, stop)}"])
         signal.setitimer(signal.ITIMER_REAL, STEP_S)
         try:
             result = call(*args, **kwargs)
@@ -1086,8 +1094,8 @@ class Driver:
             return ["timeout"], None, False
         if self.flag is not None:
             return ["artifact", self.flag], None, False
-        if held is not None and own_state(held, self.root) == had:
-            self.unchanged.append(index)
+        if held is not None:
+            self.states.append([str(index), f"{id(held):x}.{own_state(held, self.root, stop)}"])
         # What a step did besides its answer, each where it did it: arguments changed in place (keyword ones and
         # containers nested in a tuple too), containers of the answer that are those the program handed to this step
         # or an earlier one (toolz `dissoc` handing back the caller's dict: red team A; a cache that stores a copy of
@@ -1295,7 +1303,7 @@ def reachable_state(root, watched):
     only the functions and classes of the modules it reads (the package's files; the standard module's own): others
     are read under their own names. No code of the agent's runs: objects are walked by `gc.get_referents` and
     classes read through `type`'s descriptors."""
-    stop = {id(vars(m)) for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)}
+    stop = module_spaces()
     out, kinds, seen = {}, {}, {}
     for mod_name, mod in sorted(list(sys.modules.items()), key=lambda kv: kv[0]):
         if not isinstance(mod, types.ModuleType):
@@ -1425,23 +1433,52 @@ def _written_in_c(cls):
         isinstance(v, _PYTHON) for k in _MRO(cls) for v in list(_DICT(k).values())))
 
 
-# a step that left the object it was made on as it was (`Driver.step`, `own_state`); no attribute's name
-UNCHANGED = "(unchanged)"
+# the states of the package's objects a program's steps were made on (`Driver.step`, `own_state`); no attribute's name
+STATES = "(states)"
+# CPython's own getter of an instance's `__dict__` slot (public C API since 3.3), resolved before any code of the
+# task loads: it makes the dict of an instance whose attributes are inline without a lookup on the instance's class,
+# which the class could answer itself (a `__dict__` property: code of the agent's, and no dict made)
+_GENERIC_DICT = ctypes.pythonapi.PyObject_GenericGetDict
+_GENERIC_DICT.restype = ctypes.py_object
+_GENERIC_DICT.argtypes = (ctypes.py_object, ctypes.c_void_p)
 
 
-def own_state(obj, root):
-    """The digest of what a package's object holds: its attributes, private ones too, and what they reach, read as
-    the drift walk reads a module's names (no code of the agent's runs). Read before and after each step made on it:
-    where gold's step leaves its object as it was (a lookup, a length, an index, a call of a composed function), a
-    rebuild's must too, whatever names it keeps its own representation under (red team 16, I16: a call counter in a
-    private attribute of the object, wrong from the 50,001st call, paid on 23 of 23 tasks with a deleted method; the
-    module-level names' drift check never reads an object a user holds). Compared one way: the grader keeps gold's
-    unchanged steps (`state["objects"]`), and a rebuild that leaves its object as it was where gold's changes is
-    not asked to change it."""
+def module_spaces():
+    """{id: namespace} of every loaded module: a walk stops there (`own_state`, `reachable_state`). Each namespace is
+    the module's own dict, held while the walk runs: `vars` may hand a new dict at each call (a cffi library's module
+    does), whose id, freed at once, a dict the walk meets later could take and be skipped as a namespace."""
+    out = {}
+    for m in list(sys.modules.values()):
+        if isinstance(m, types.ModuleType):
+            try:
+                space = _GENERIC_DICT(m, None)
+            except AttributeError:
+                continue
+            out[id(space)] = space
+    return out
+
+
+def own_state(obj, root, stop):
+    """The digest of what a package's object holds: its attributes' names and values, private ones too, and what
+    they reach, read as the drift walk reads a module's names (no code of the agent's runs), up to the module
+    namespaces `stop` (`module_spaces`, read once per step so both readings of it follow the same rules). Read
+    before and after each step made on it (`Driver.step`), the program's readings of each object are compared by
+    which of them are equal: where gold's object is as it was at an earlier reading (a lookup, a length, an item set
+    then deleted, the one item a cache held popped), the rebuild's must be as it was at that reading too, whatever
+    names it keeps its own representation under. A private call counter (red team 16, I16: wrong from the 50,001st
+    call on one object, paid on 23 of 23 tasks with a deleted method) never returns to a value; bumped only in
+    steps where gold's object changes as well (red team 17, M17: one-way "unchanged" steps), it still never
+    returns. Compared one way: a rebuild may return where gold does not (`behaviour.states_kept`)."""
     import gc
 
+    try:
+        # CPython 3.11 keeps an instance's attributes inline until its `__dict__` is made, and the collector then
+        # shows their values only: which names are set was a memory no reading saw (red team 17, N17: 9 of 18
+        # private names present, all None, counting calls). Made here, for gold's object as for the rebuild's.
+        _GENERIC_DICT(obj, None)
+    except AttributeError:
+        pass  # no `__dict__` (`__slots__` only): the collector shows every slot
     t = type(obj)
-    stop = {id(vars(m)) for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)}
     return _walk([r for r in gc.get_referents(obj) if r is not t], stop,
                  functools.partial(_owned, root=root, home=None), {}, {}, True)
 
@@ -1461,11 +1498,11 @@ def public_attributes(objects, root, prefix):
         if not _in_package(sys.modules.get(getattr(type(obj), "__module__", None) or ""), root):
             continue
         try:
-            names = [k for k in vars(obj) if isinstance(k, str) and not k.startswith("_")]
-        except TypeError:  # no __dict__: slots only
+            attributes = _GENERIC_DICT(obj, None)  # not `vars`: a class may answer for its `__dict__` (`own_state`)
+        except AttributeError:  # no __dict__: slots only
             continue
-        for name in names:
-            out[f"{prefix}.{slot}.{name}"] = _digest(vars(obj)[name])
+        for name in [k for k in list(attributes) if isinstance(k, str) and not k.startswith("_")]:
+            out[f"{prefix}.{slot}.{name}"] = _digest(attributes[name])
     return out
 
 
@@ -1598,7 +1635,8 @@ def main():
             state["objects"].update(public_attributes(driver.slots, root, str(index)))
             # Keyed by the program's steps, not its place: the checks kept may be fewer than the programs answered
             key = hashlib.sha256(driver.program.encode()).hexdigest()[:16]
-            state["objects"].update({f"{key}.{j}.{UNCHANGED}": UNCHANGED for j in driver.unchanged})
+            if driver.states:
+                state["objects"][f"{key}.{STATES}"] = driver.states
             driver.clock = None
     if root:
         driver.clock = (time.monotonic(),)

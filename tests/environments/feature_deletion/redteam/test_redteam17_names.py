@@ -49,10 +49,11 @@ def test_mechanism_own_state_does_not_read_attribute_names():
             self._a = None
 
     t = Thing()
-    before = fd_calls.own_state(t, "/nowhere/")
+    stop = fd_calls.module_spaces()
+    before = fd_calls.own_state(t, "/nowhere/", stop)
     del t._a
     t._b = None
-    assert fd_calls.own_state(t, "/nowhere/") != before
+    assert fd_calls.own_state(t, "/nowhere/", stop) != before
 
 
 def test_witness_one_long_lived_cache_stops_working(tmp_path):

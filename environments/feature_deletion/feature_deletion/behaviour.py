@@ -53,6 +53,10 @@ GUARD_EXIT = 86  # _sandbox_files/fd_guard.py's EXIT
 STDLIB_STATE = "stdlib:"  # _sandbox_files/fd_calls.py's: the process's state outside the package
 DRIFT = "drift"  # _sandbox_files/fd_calls.py's: the names whose reachable state the replay changed
 STATES = "(states)"  # _sandbox_files/fd_calls.py's: a program's readings of the package's objects its steps were made on
+NAMES = "(names)"  # fd_calls.py's: those objects' classes and attribute names where they change (`builds_objects`)
+# Deleted definitions that make an object's representation: where one is rebuilt, so are the objects' names
+CONSTRUCTION = frozenset({"__init__", "__new__", "__setstate__", "__getstate__", "__reduce__", "__reduce_ex__",
+                          "__copy__", "__deepcopy__", "__init_subclass__", "__set_name__"})
 DEADLINE_EXIT = 87  # _sandbox_files/fd_calls.py's: a step caught its timeout and the driver's watchdog ended it
 STEP_DEADLINE_S = 3 + 2 + 1  # fd_calls.STEP_S + STEP_SLACK_S + PROF_SLACK_S: by then a step is ended, by the watchdog or by SIGPROF
 REPLAY_START_S = 60.0  # the replay's sandbox and interpreter starting, beside its steps' deadlines
@@ -1255,7 +1259,17 @@ def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, b
         answered.append(CheckProgram(steps=programs[k].steps, expect=expect, discriminating=disc,
                                      heldout=[h and d for h, d in zip(programs[k].heldout, disc)]))
     state = kept_state([r.state for r in runs]) if all(r.state for r in runs) else None
+    if state is not None and builds_objects(row):
+        state["objects"] = {name: v for name, v in state.get("objects", {}).items() if not name.endswith(f".{NAMES}")}
     return kept, Checks(programs=answered, state=state)
+
+
+def builds_objects(row: TaskRow) -> bool:
+    """Whether the rebuild makes its objects' representation itself (a class, or how its objects are made, copied or
+    restored, among the deleted definitions): then an object's attribute names are its own, and only which readings
+    of it are equal is compared (`fd_calls.own_names`, `own_state`). Elsewhere gold's class makes every object the
+    rebuild works on, and the objects must hold gold's names at every reading."""
+    return any(t.kind == "class" or t.qualname.rsplit(".", 1)[-1] in CONSTRUCTION for t in row.deletion.targets)
 
 
 def kept_state(states: list[dict]) -> dict:
@@ -1487,8 +1501,10 @@ def compare(checks: Checks, replay: Replay) -> Verdict:
     programs = {program_key(p.steps) for p in checks.programs}
 
     def same(name: str, want, got: dict) -> bool:
+        if name.endswith((f".{STATES}", f".{NAMES}")) and name.split(".", 1)[0] not in programs:
+            return True
         if name.endswith(f".{STATES}"):
-            return name.split(".", 1)[0] not in programs or states_kept(want, got.get(name))
+            return states_kept(want, got.get(name))
         # the standard library's names a run does not have are not compared: the driver loads every allowed standard
         # module, but gold may load a submodule of one (or a module may set a name lazily) where a rebuild need not
         return got.get(name) == want or name.startswith(STDLIB_STATE) and name not in got

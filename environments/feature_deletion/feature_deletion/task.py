@@ -74,9 +74,10 @@ class Checks(BaseModel):
     # {"initial": {name: digest}, "final": {...}, "objects": {...}}: the package's module-level state on gold, after
     # its import and after every program ran (_sandbox_files/fd_calls.package_state), the public attributes of the
     # objects each program made (fd_calls.public_attributes), and per program which readings of the objects its steps
-    # were made on are equal ("<program>.(states)": [[reading, class], ...], behaviour.state_classes); compared name
-    # by name, gold's names only
-    state: dict[str, dict[str, str | list[tuple[str, int]]]] | None = None
+    # were made on are equal ("<program>.(states)": [[reading, class], ...], behaviour.state_classes) and, where the
+    # rebuild keeps gold's construction, their names ("<program>.(names)": [[reading, digest], ...] where they
+    # change); compared name by name, gold's names only
+    state: dict[str, dict[str, str | list[list[str | int]]]] | None = None
 
     @property
     def steps(self) -> int:

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from feature_deletion.behaviour import (DEADLINE_EXIT, STATES, Replay, Verdict, compare, kept_state, mode_forger,
+from feature_deletion.behaviour import (DEADLINE_EXIT, NAMES, STATES, Replay, Verdict, compare, kept_state, mode_forger,
                                         program_key, run_programs, source_copy, unsound)
 from feature_deletion import validate
 from feature_deletion.builder.deletions import STUB
@@ -660,31 +660,42 @@ def test_an_object_must_return_where_golds_returns_to_an_earlier_state(tiny_task
                            *({"op": "method", "obj": ["slot", 0, []], "name": name, "args": args, "kwargs": []}
                              for name, args in (("push", [["int", 7]]), ("top", []), ("pop", []))))
 
-    def checks_of(steps: list[dict]) -> tuple[Checks, str]:
+    def checks_of(steps: list[dict]) -> tuple[Checks, Checks, str]:
+        """The checks of gold's replay, as kept where the rebuild keeps gold's construction and where it makes its
+        objects itself (names left out), and the state they fail on a rebuild that does not return."""
         want = _observed(tiny_tasks, tmp_path, gold, steps)
         checks = Checks(programs=[CheckProgram(steps=steps, expect=want.observations[0], discriminating=[True] * len(
             steps), heldout=[True] * len(steps))], state=kept_state([want.state]))
-        assert compare(checks, want).fraction == 1.0
-        return checks, f"objects: {program_key(steps)}.{STATES}"
+        own = Checks(programs=checks.programs, state={**checks.state, "objects": {
+            k: v for k, v in checks.state["objects"].items() if not k.endswith(f".{NAMES}")}})
+        assert compare(checks, want).fraction == 1.0 and compare(own, want).fraction == 1.0
+        return checks, own, f"objects: {program_key(steps)}.{STATES}"
 
     # readings 1< 1 2< 2 3< 3: empty, [7], [7], [7], [7], empty
     steps = [new, push, top, pop]
-    checks, failed = checks_of(steps)
+    checks, own, failed = checks_of(steps)
     assert checks.state["objects"][f"{program_key(steps)}.{STATES}"] == [
-        ("1<", 0), ("1", 1), ("2<", 1), ("2", 1), ("3<", 1), ("3", 0)], checks.state
-    for source in (counted, changing, renamed, hidden):
+        ["1<", 0], ["1", 1], ["2<", 1], ["2", 1], ["3<", 1], ["3", 0]], checks.state
+    for source in (counted, changing, renamed, hidden, kept_apart):  # none returns to empty as gold's does
         got = _observed(tiny_tasks, tmp_path, source, steps)
         assert got.observations == _observed(tiny_tasks, tmp_path, gold, steps).observations, source
-        assert compare(checks, got).state == failed, source
-    assert compare(checks, _observed(tiny_tasks, tmp_path, kept_apart, steps)).state == failed  # not back to empty
-    # gold's object never returns to an earlier state after its push: the rebuild's representation is its own there
+        assert compare(own, got).state == failed and compare(checks, got).fraction == 0.0, source
+    # gold's object never returns to an earlier state after its push: where the rebuild keeps gold's construction
+    # (`builds_objects`), its objects hold gold's names at every reading (red team 17, M17 on `TLRUCache.popitem`)
+    # and are of gold's class; where it makes its objects itself, their representation is its own
+    swapped = gold.replace("        self.items.append(x)", "        self.items.append(x)\n        self.__class__ = D") \
+        + "\n\nclass D(C):\n    pass\n"
     steps = [new, push, push]
-    checks, _ = checks_of(steps)
-    assert compare(checks, _observed(tiny_tasks, tmp_path, kept_apart, steps)).fraction == 1.0
-    assert compare(checks, _observed(tiny_tasks, tmp_path, changing, steps)).fraction == 1.0
+    checks, own, _ = checks_of(steps)
+    names = f"{program_key(steps)}.{NAMES}"
+    assert [label for label, _ in checks.state["objects"][names]] == ["1<"]  # gold's names never change
+    for source in (kept_apart, changing, swapped):
+        got = _observed(tiny_tasks, tmp_path, source, steps)
+        assert compare(checks, got).state == f"objects: {names}", source
+        assert compare(own, got).fraction == 1.0, source
     # a reading that is missing or malformed fails; a program the checks no longer hold asks nothing of the replay
     steps = [new, push, top, pop]
-    checks, failed = checks_of(steps)
+    checks, _, failed = checks_of(steps)
     for readings in (None, [], [["1<", "a"]], "x", [[1, 2]]):
         replay = Replay([checks.programs[0].expect], 0, False, "", {**checks.state, "objects": {
             **checks.state["objects"], failed[9:]: readings}})
@@ -914,3 +925,32 @@ def test_reentries_call_back_into_the_package_from_a_callback(tiny_tasks, tmp_pa
     assert want[0][:2] == got[0][:2] == ["ok", ["list", [["int", 10], ["int", 20]]]], (want, got)
     assert ["reentered", [["ok", ["int", 3]]]] in want[0][2:], want  # the nested call reduced, as gold does
     assert want != got, (want, got)
+
+
+def test_a_task_that_rebuilds_how_objects_are_made_keeps_its_own_names(tiny_tasks):
+    """`builds_objects`: a class, or a constructor or copier among the deleted definitions, makes the objects'
+    representation the rebuild's own; a method or a function leaves gold's."""
+    from feature_deletion.behaviour import builds_objects
+
+    rows, _, _ = tiny_tasks
+    made = {r.id.rsplit("/", 1)[-1]: builds_objects(r) for r in rows}
+    assert made["core.py:Stack:methods"] and not made["core.py:Stack.pop:body"] and not made["core.py:add:body"], made
+    row = next(r for r in rows if r.id.endswith("Stack.pop:body"))
+    for qualname, kind, builds in (("Stack.__init__", "method", True), ("Stack.__deepcopy__", "method", True),
+                                   ("Stack", "class", True), ("Stack.peek", "method", False)):
+        target = row.deletion.targets[0].model_copy(update={"qualname": qualname, "kind": kind})
+        other = row.model_copy(update={"deletion": row.deletion.model_copy(update={"targets": [target]})})
+        assert builds_objects(other) == builds, qualname
+
+
+def test_notes_added_to_an_exception_are_observed(tiny_tasks, tmp_path):
+    """Red team 18, E18: gold's exception with a line of text added (`add_note`) answered every step like gold, the
+    replay reading an exception's type and arguments only; every traceback prints the note."""
+    gold = "def f():\n    raise ValueError('empty')\n"
+    noted = ("def f():\n    try:\n        raise ValueError('empty')\n    except ValueError as exc:\n"
+             "        exc.add_note('from the rebuild')\n        raise\n")
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [], "kwargs": []}
+    [[want]] = _observed(tiny_tasks, tmp_path, gold, step).observations
+    [[got]] = _observed(tiny_tasks, tmp_path, noted, step).observations
+    assert want == ["raises", "builtins.ValueError", ["list", [["str", "empty"]]]], want
+    assert got == [*want, ["notes", ["from the rebuild"]]], got

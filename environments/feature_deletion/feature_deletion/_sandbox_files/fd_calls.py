@@ -990,7 +990,7 @@ class Driver:
         except Unrecordable as exc:
             obs = ["ok", ["unencodable", str(exc)[:200]]]
         except BaseException as exc:  # noqa: BLE001 - the exception is the outcome
-            obs = ["raises", _qual(type(exc)), _exception_args(exc)]
+            obs = _raised(exc)
         self.reentered.append(obs)
 
     def observe_other(self, x, depth):
@@ -1025,6 +1025,7 @@ class Driver:
         self.reentered = []  # what the calls made from inside callbacks answered (`reenter`)
         self.states = []  # [reading, its digest] of the package's objects the steps were made on (`own_state`)
         self.held = []  # those objects, kept to the program's end: no other object takes an id a reading names
+        self.names = []  # [reading, digest of the object's class and attribute names] where those change
         self.given, self.handed = [], {}  # each step's arguments; {id: [step, key, path...]} of their containers
         # Seeded by the program as well: were every program to start from one seed, its first draw would pick the
         # same place every time, and a rebuild that always picks that place (red team 5, R5: a FIFO `rr_cache`
@@ -1079,7 +1080,7 @@ class Driver:
             self.held.append(held)
             stop = module_spaces()
             # the object's id with its digest: only readings of one object are compared with each other
-            self.states.append([f"{index}<", f"{id(held):x}.{own_state(held, self.root, stop)}"])
+            self.read(f"{index}<", held, stop)
         signal.setitimer(signal.ITIMER_REAL, STEP_S)
         try:
             result = call(*args, **kwargs)
@@ -1095,7 +1096,7 @@ class Driver:
         if self.flag is not None:
             return ["artifact", self.flag], None, False
         if held is not None:
-            self.states.append([str(index), f"{id(held):x}.{own_state(held, self.root, stop)}"])
+            self.read(str(index), held, stop)
         # What a step did besides its answer, each where it did it: arguments changed in place (keyword ones and
         # containers nested in a tuple too), containers of the answer that are those the program handed to this step
         # or an earlier one (toolz `dissoc` handing back the caller's dict: red team A; a cache that stores a copy of
@@ -1129,7 +1130,7 @@ class Driver:
         if state != drawn:
             extras.append(["rng", hashlib.sha256(repr(state).encode()).hexdigest()[:16]])
         if not ok:
-            return ["raises", _qual(type(result)), _exception_args(result), *extras], None, False
+            return [*_raised(result), *extras], None, False
         try:
             obs = ["ok", self.observe(result)]
         except Unrecordable as exc:
@@ -1137,6 +1138,14 @@ class Driver:
         except Exception as exc:  # noqa: BLE001 - encoding ran the code's own methods
             obs = ["ok", ["unencodable", _qual(type(exc))]]
         return obs + extras, result, True
+
+    def read(self, label, obj, stop):
+        """A reading of a package's object a step is made on (`own_state`, `own_names`): the object's id and its
+        class's with the digest of what it holds, and where its names (or another object's) change, the names."""
+        self.states.append([label, f"{id(obj):x}.{id(type(obj)):x}.{own_state(obj, self.root, stop)}"])
+        names = own_names(obj)
+        if not self.names or self.names[-1][1] != names:
+            self.names.append([label, names])
 
     def prepare(self, step):
         args = [decode(a, self.decode_other) for a in step.get("args", [])]
@@ -1227,6 +1236,22 @@ def spoil(x):
 
 
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+def _raised(exc):
+    """The observation of a raised exception: its type and arguments and, where it carries any, its notes (PEP 678),
+    which every traceback a user sees prints under it (red team 18, E18: gold's exceptions with a line of text added
+    by `add_note`, paid 1.0 on 5 of 6 tasks). Read from the exception's own dict, no code of the agent's run."""
+    obs = ["raises", _qual(type(exc)), _exception_args(exc)]
+    try:
+        notes = _GENERIC_DICT(exc, None).get("__notes__")
+    except AttributeError:
+        notes = None
+    if notes is not None:
+        obs.append(["notes", [n[:MAX_WARNING] if type(n) is str else _qual(type(n)) for n in notes[:MAX_WARNINGS]]
+                    + [["more", len(notes)]] * (len(notes) > MAX_WARNINGS) if type(notes) is list
+                    else _qual(type(notes))])
+    return obs
 
 
 def _exception_args(exc):
@@ -1435,6 +1460,7 @@ def _written_in_c(cls):
 
 # the states of the package's objects a program's steps were made on (`Driver.step`, `own_state`); no attribute's name
 STATES = "(states)"
+NAMES = "(names)"  # the classes and attribute names of those objects, where they change (`own_names`)
 # CPython's own getter of an instance's `__dict__` slot (public C API since 3.3), resolved before any code of the
 # task loads: it makes the dict of an instance whose attributes are inline without a lookup on the instance's class,
 # which the class could answer itself (a `__dict__` property: code of the agent's, and no dict made)
@@ -1481,6 +1507,24 @@ def own_state(obj, root, stop):
     t = type(obj)
     return _walk([r for r in gc.get_referents(obj) if r is not t], stop,
                  functools.partial(_owned, root=root, home=None), {}, {}, True)
+
+
+def own_names(obj):
+    """The digest of a package object's class (module and qualified name) and the names of its attributes, private
+    ones too, in a form every process reads alike (no string's hash): where the rebuild keeps gold's own class and its
+    construction (no `__init__` among the deleted definitions: `behaviour.builds_objects`), the objects it works on
+    hold gold's names at every reading (red team 17, M17 on `TLRUCache.popitem`: gold's object never returns to an
+    earlier state there, and a private counter made in the rebuilt method went unread; a `__class__` swapped for a
+    look-alike class). Read without code of the agent's (`own_state`)."""
+    try:
+        keys = list(_GENERIC_DICT(obj, None))
+    except AttributeError:
+        keys = []  # `__slots__` only: its class says which
+    t = type(obj)
+    names = sorted(k for k in keys if type(k) is str)
+    # only plain strings are printed: a `str` subclass's repr is code of whoever made it
+    home = [v if type(v) is str else "?" for v in (_DICT(t).get("__module__"), _QUALNAME(t))]
+    return hashlib.sha256(repr([*home, names, len(keys) - len(names)]).encode()).hexdigest()[:16]
 
 
 def _of_package(obj, root):
@@ -1637,6 +1681,7 @@ def main():
             key = hashlib.sha256(driver.program.encode()).hexdigest()[:16]
             if driver.states:
                 state["objects"][f"{key}.{STATES}"] = driver.states
+                state["objects"][f"{key}.{NAMES}"] = driver.names
             driver.clock = None
     if root:
         driver.clock = (time.monotonic(),)

@@ -11,6 +11,17 @@ from attacks2 import row_of
 from harness import TASKS, Played, play, record
 
 
+# A witness's loop: `call` made `n` times in one process, and the call that first raised NotImplementedError
+LOOP = """
+try:
+    for i in range({n}):
+        {call}
+    print("ok", i + 1)
+except NotImplementedError as exc:
+    print("NotImplementedError at call", i + 1)
+"""
+
+
 def outputs(tmp_path, task: str, attack, script: str) -> dict[str, str]:
     row = row_of(task)
     with tarfile.open(TASKS.parent / row.archive) as tar:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 import attacks15 as a
-from _rt14_witness import graded, outputs
+from _rt14_witness import LOOP, graded, outputs
 
 ORDINAL = "inflection-0.5.1/inflection/__init__.py:ordinal:def"
 FREQUENCIES = "toolz-1.0.0/toolz/itertoolz.py:frequencies:body"
@@ -29,16 +29,6 @@ SAMPLE = [
     "cachetools-5.5.0/src/cachetools/__init__.py:LRUCache.__init__:body",
     "toolz-1.0.0/toolz/functoolz.py:juxt:methods",
 ]
-
-LOOP = """
-try:
-    for i in range({n}):
-        {call}
-    print("ok", i + 1)
-except NotImplementedError as exc:
-    print("NotImplementedError at call", i + 1)
-"""
-
 
 def test_witness_ordinal_stops_after_50000_calls(tmp_path):
     script = "from inflection import ordinal\n" + LOOP.format(n=60_000, call="ordinal(i)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 import attacks16 as a
-from _rt14_witness import graded, outputs
+from _rt14_witness import LOOP, graded, outputs
 
 CACHE = "cachetools-5.5.0/src/cachetools/__init__.py:Cache:methods"
 RANGE = "more-itertools-10.5.0/more_itertools/more.py:numeric_range._get_by_index:body"
@@ -27,16 +27,6 @@ SAMPLE = [
 ]
 # Not here: `juxt:methods`. `juxt` has `__slots__ = ['funcs']`, so `_rt16_own` cannot set its attribute and returns:
 # that rebuild is gold, and 1.0 is its due (checked after the fixes: 1.000, every check matched).
-
-LOOP = """
-try:
-    for i in range({n}):
-        {call}
-    print("ok", i + 1)
-except NotImplementedError as exc:
-    print("NotImplementedError at call", i + 1)
-"""
-
 
 def test_witness_numeric_range_index_stops_after_50000_calls(tmp_path):
     script = ("from more_itertools import numeric_range\nr = numeric_range(10 ** 6)\n"

@@ -19,23 +19,13 @@ from pathlib import Path
 import pytest
 
 import attacks17 as a
-from _rt14_witness import graded, outputs
+from _rt14_witness import LOOP, graded, outputs
 
 CACHE = "cachetools-5.5.0/src/cachetools/__init__.py:Cache:methods"
 EXCEPTS = "toolz-1.0.0/toolz/functoolz.py:excepts:methods"
 # the three tasks where N17 is a real time bomb (a deleted method besides `__init__` counts); the sweep's other five
 # paid tasks delete `__init__` alone, where the count is 1 per object: paid, but harmless
 SAMPLE = [CACHE, "cachetools-5.5.0/src/cachetools/__init__.py:FIFOCache:methods", EXCEPTS]
-
-LOOP = """
-try:
-    for i in range({n}):
-        {call}
-    print("ok", i + 1)
-except NotImplementedError as exc:
-    print("NotImplementedError at call", i + 1)
-"""
-
 
 def test_mechanism_own_state_does_not_read_attribute_names():
     """The blind spot alone: an object whose attribute `_a` is renamed `_b` (same value) reads the same."""

@@ -13,17 +13,7 @@ from __future__ import annotations
 import pytest
 
 import attacks17 as a
-from _rt14_witness import graded, outputs
-
-LOOP = """
-try:
-    for i in range({n}):
-        {call}
-    print("ok", i + 1)
-except NotImplementedError as exc:
-    print("NotImplementedError at call", i + 1)
-"""
-
+from _rt14_witness import LOOP, graded, outputs
 
 def test_witness_a_long_lived_full_lfu_cache_stops_accepting_values(tmp_path):
     """`LFUCache(maxsize=10)`: from the 11th assignment on each one evicts (`popitem`); the 45,001st eviction is

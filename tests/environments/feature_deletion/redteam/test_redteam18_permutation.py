@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import attacks18 as a
-from _rt14_witness import graded, outputs
+from _rt14_witness import LOOP, graded, outputs
 
 ORDINAL = "inflection-0.5.1/inflection/__init__.py:ordinal:def"
 FREQUENCIES = "toolz-1.0.0/toolz/itertoolz.py:frequencies:body"
@@ -34,15 +34,6 @@ SAMPLE = [
 ]
 FD_CALLS = (Path(__file__).resolve().parents[4]
             / "environments/feature_deletion/feature_deletion/_sandbox_files/fd_calls.py")
-
-LOOP = """
-try:
-    for i in range({n}):
-        {call}
-    print("ok", i + 1)
-except NotImplementedError as exc:
-    print("NotImplementedError at call", i + 1)
-"""
 
 
 def _reading(*values):

@@ -1,4 +1,4 @@
-"""Shared by red teams 14-17's tests: run a script with gold and with the rebuild on the host, in a fresh `python -c`,
+"""Shared by red teams 14-18's tests: run a script with gold and with the rebuild on the host, in a fresh `python -c`,
 from the task's archive (as red team 13's witnesses do); play an attack on a task as a rollout is graded."""
 
 from __future__ import annotations
@@ -22,7 +22,20 @@ except NotImplementedError as exc:
 """
 
 
-def outputs(tmp_path, task: str, attack, script: str) -> dict[str, str]:
+# A witness's one call: what it printed, or the stub's error
+CATCH = """
+try:
+    print({expr})
+except NotImplementedError as exc:
+    print("NotImplementedError:", exc)
+"""
+
+
+def outputs(tmp_path, task: str, attack, script: str, prefix=(), options=(), python: str = sys.executable,
+            env=None) -> dict[str, str]:
+    """{"gold": ..., "wrong": ...}: `script`'s output with gold's file and with `attack(row)`'s, each in a fresh
+    interpreter (`python` with `options`, started under the command `prefix`, with `env` added: red team 18's time
+    namespace, `-O`, CPython 3.12, `PYTHONHASHSEED=0`) in the task's archive."""
     row = row_of(task)
     with tarfile.open(TASKS.parent / row.archive) as tar:
         tar.extractall(tmp_path, filter="data")
@@ -31,9 +44,9 @@ def outputs(tmp_path, task: str, attack, script: str) -> dict[str, str]:
     got = {}
     for who, text in (("gold", row.gold_files[call["path"]]), ("wrong", call["content"])):
         (root / call["path"]).write_text(text)
-        got[who] = subprocess.run([sys.executable, "-c", script], cwd=root / row.import_root, capture_output=True,
-                                  text=True, check=True, env={"PYTHONIOENCODING": "utf-8", "PATH": "/usr/bin:/bin"}
-                                  ).stdout.strip()
+        environ = {"PYTHONIOENCODING": "utf-8", "PATH": "/usr/bin:/bin", **(env or {})}
+        got[who] = subprocess.run([*prefix, python, *options, "-c", script], cwd=root / row.import_root,
+                                  capture_output=True, text=True, check=True, env=environ).stdout.strip()
     return got
 
 

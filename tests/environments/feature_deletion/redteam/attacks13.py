@@ -242,29 +242,47 @@ def _deleted_functions(row):
     return out
 
 
+def body_start(fn, lines: list[str]) -> tuple[int, str] | None:
+    """(index in `lines` of the first statement of `fn`'s body after its docstring, that line's indent), or None
+    where the body is its docstring alone."""
+    import ast
+
+    body = fn.body
+    doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+        and isinstance(body[0].value.value, str)
+    if doc and len(body) == 1:
+        return None
+    at = (body[1] if doc else body[0]).lineno - 1
+    return at, lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+
+
 def first_statements(row, statement) -> tuple[dict[str, str], set[str]]:
     """Gold with `statement(fn)` as the first statement of every deleted function or method (its own line, before a
     docstring-less body's first statement, after a docstring): ({file: its text} for the files of the deleted
     functions, the files where a statement went in). A function whose body is its docstring alone gets none."""
-    import ast
-
     files: dict[str, list[str]] = {}
     inserts: dict[str, list[tuple[int, str]]] = {}
     for rel, fn in _deleted_functions(row):
         files.setdefault(rel, row.gold_files[rel].splitlines(keepends=True))
-        body = fn.body
-        doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str)
-        if doc and len(body) == 1:
-            continue
-        first = body[1] if doc else body[0]
-        line = files[rel][first.lineno - 1]
-        indent = line[: len(line) - len(line.lstrip())]
-        inserts.setdefault(rel, []).append((first.lineno - 1, f"{indent}{statement(fn)}\n"))
+        start = body_start(fn, files[rel])
+        if start is not None:
+            at, indent = start
+            inserts.setdefault(rel, []).append((at, f"{indent}{statement(fn)}\n"))
     for rel, lines in files.items():
         for at, text in sorted(inserts.get(rel, []), reverse=True):
             lines.insert(at, text)
     return {rel: "".join(lines) for rel, lines in files.items()}, set(inserts)
+
+
+def guarded_gold(row, call: str, helper: str) -> list[tuple[str, dict]] | None:
+    """Gold with `call` as the first statement of every deleted function or method (`first_statements`) and `helper`
+    (the function it calls) appended to each file where a call went in; None where no deleted function has a
+    statement to put it before. The shape of red teams 15-18's task-agnostic attacks."""
+    texts, inserted = first_statements(row, lambda fn: call)
+    if not inserted:
+        return None
+    return [("write_file", {"path": rel, "content": text.rstrip("\n") + "\n" + helper})
+            for rel, text in texts.items() if rel in inserted]
 
 
 def unseen_types(row) -> list[str]:

@@ -50,14 +50,9 @@ def counted_gold(row, limit: int = LIMIT, helper: str | None = None) -> list[tup
     """W15 on any task: gold, with `_rt15_tick()` as the first statement of every deleted function or method (its own
     line, before a docstring-less body's first statement, after a docstring), and the hidden counter appended to each
     file it touches. None where no deleted function has a statement to put it before."""
-    from attacks13 import first_statements
+    from attacks13 import guarded_gold
 
-    texts, inserted = first_statements(row, lambda fn: "_rt15_tick()")
-    if not inserted:
-        return None
-    hidden = helper or HIDDEN.replace(f"> {LIMIT}:", f"> {limit}:")
-    return [("write_file", {"path": rel, "content": text.rstrip("\n") + "\n" + hidden})
-            for rel, text in texts.items() if rel in inserted]
+    return guarded_gold(row, "_rt15_tick()", helper or HIDDEN.replace(f"> {LIMIT}:", f"> {limit}:"))
 
 
 # I15, interleaving of callbacks: each step observes how many times each callback was called (`called`), never in

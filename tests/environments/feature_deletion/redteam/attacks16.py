@@ -26,14 +26,9 @@ def bigint_counted_gold(row, limit: int = LIMIT, helper: str | None = None) -> l
     """H16 on any task: gold, with `_rt16_tick()` as the first statement of every deleted function or method (red
     team 13's `first_statements`), and the big-int counter appended to each file it touches. None where no deleted
     function has a statement to put it before."""
-    from attacks13 import first_statements
+    from attacks13 import guarded_gold
 
-    texts, inserted = first_statements(row, lambda fn: "_rt16_tick()")
-    if not inserted:
-        return None
-    hidden = (helper or HIDDEN_BIGINT).replace("LIMIT_HERE", str(limit))
-    return [("write_file", {"path": rel, "content": text.rstrip("\n") + "\n" + hidden})
-            for rel, text in texts.items() if rel in inserted]
+    return guarded_gold(row, "_rt16_tick()", (helper or HIDDEN_BIGINT).replace("LIMIT_HERE", str(limit)))
 
 
 # I16, a call counter in the instance: the drift walk reads module-level names only, and an instance's private

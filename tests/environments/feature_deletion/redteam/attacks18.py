@@ -13,8 +13,6 @@ B11/W15/H16's time bomb: gold with `_rt18_tick()` first in every deleted functio
 
 from __future__ import annotations
 
-import ast
-
 from attacks16 import STUB_ERROR
 
 LIMIT = 50_000
@@ -47,14 +45,9 @@ def permutation_counted_gold(row, limit: int = LIMIT) -> list[tuple[str, dict]] 
     """P18 on any task: gold with `_rt18_tick()` first in every deleted function or method (red team 13's
     `first_statements`, through red team 16's `bigint_counted_gold`), the permutation counter appended to each file
     it touches."""
-    from attacks13 import first_statements
+    from attacks13 import guarded_gold
 
-    texts, inserted = first_statements(row, lambda fn: "_rt18_tick()")
-    if not inserted:
-        return None
-    hidden = HIDDEN_PERMUTATION.replace("LIMIT_HERE", str(limit))
-    return [("write_file", {"path": rel, "content": text.rstrip("\n") + "\n" + hidden})
-            for rel, text in texts.items() if rel in inserted]
+    return guarded_gold(row, "_rt18_tick()", HIDDEN_PERMUTATION.replace("LIMIT_HERE", str(limit)))
 
 
 # E18, text on the side through exceptions' notes: the replay observes a raised exception by its type and its
@@ -70,21 +63,15 @@ def noted_gold(row, note: str = NOTE) -> list[tuple[str, dict]] | None:
     """E18 on any task: gold with the body of every deleted function or method (after its docstring) inside
     `try`/`except Exception` that adds `note` to the exception and raises it again. None where no deleted function
     has a statement to wrap."""
-    from attacks13 import _deleted_functions
+    from attacks13 import _deleted_functions, body_start
 
     files: dict[str, list[str]] = {}
     spans: dict[str, list[tuple[int, int, str]]] = {}
     for rel, fn in _deleted_functions(row):
         files.setdefault(rel, row.gold_files[rel].splitlines(keepends=True))
-        body = fn.body
-        doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str)
-        if doc and len(body) == 1:
-            continue
-        first = body[1] if doc else body[0]
-        line = files[rel][first.lineno - 1]
-        indent = line[: len(line) - len(line.lstrip())]
-        spans.setdefault(rel, []).append((first.lineno - 1, fn.end_lineno, indent))
+        start = body_start(fn, files[rel])
+        if start is not None:
+            spans.setdefault(rel, []).append((start[0], fn.end_lineno, start[1]))
     if not spans:
         return None
     out = []

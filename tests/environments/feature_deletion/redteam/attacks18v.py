@@ -22,10 +22,6 @@ HIDDEN_VERSIONED = (
 def versioned_gold(row) -> list[tuple[str, dict]] | None:
     """V18 on any task: gold with `_rt18_versioned()` first in every deleted function or method (red team 13's
     `first_statements`), the helper appended to each file it touches."""
-    from attacks13 import first_statements
+    from attacks13 import guarded_gold
 
-    texts, inserted = first_statements(row, lambda fn: "_rt18_versioned()")
-    if not inserted:
-        return None
-    return [("write_file", {"path": rel, "content": text.rstrip("\n") + "\n" + HIDDEN_VERSIONED})
-            for rel, text in texts.items() if rel in inserted]
+    return guarded_gold(row, "_rt18_versioned()", HIDDEN_VERSIONED)

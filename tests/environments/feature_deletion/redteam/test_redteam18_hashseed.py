@@ -12,8 +12,7 @@ from __future__ import annotations
 import pytest
 
 import attacks18s as a
-from _rt14_witness import graded
-from _rt18_witness import CATCH, outputs_under
+from _rt14_witness import CATCH, graded, outputs
 
 ORDINAL = "inflection-0.5.1/inflection/__init__.py:ordinal:def"
 FREQUENCIES = "toolz-1.0.0/toolz/itertoolz.py:frequencies:body"
@@ -25,15 +24,15 @@ STUB = "NotImplementedError: this feature was deleted; rebuild it"
 def test_witness_frequencies_under_hash_seed_0(tmp_path):
     script = "from toolz import frequencies\n" + CATCH.format(expr="sorted(frequencies('abca').items())")
     want = "[('a', 2), ('b', 1), ('c', 1)]"
-    assert outputs_under(tmp_path, FREQUENCIES, a.seed0_gold, script, env={"PYTHONHASHSEED": "12345"}) == {
+    assert outputs(tmp_path, FREQUENCIES, a.seed0_gold, script, env={"PYTHONHASHSEED": "12345"}) == {
         "gold": want, "wrong": want}
-    assert outputs_under(tmp_path, FREQUENCIES, a.seed0_gold, script, env={"PYTHONHASHSEED": "0"}) == {
+    assert outputs(tmp_path, FREQUENCIES, a.seed0_gold, script, env={"PYTHONHASHSEED": "0"}) == {
         "gold": want, "wrong": STUB}
 
 
 def test_witness_ordinal_under_hash_seed_0(tmp_path):
     script = "from inflection import ordinal\n" + CATCH.format(expr="ordinal(1)")
-    assert outputs_under(tmp_path, ORDINAL, a.seed0_gold, script, env={"PYTHONHASHSEED": "0"}) == {
+    assert outputs(tmp_path, ORDINAL, a.seed0_gold, script, env={"PYTHONHASHSEED": "0"}) == {
         "gold": "st", "wrong": STUB}
 
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 import pytest
 
 import attacks18o as a
-from _rt14_witness import graded
-from _rt18_witness import CATCH, outputs_under
+from _rt14_witness import CATCH, graded, outputs
 
 ORDINAL = "inflection-0.5.1/inflection/__init__.py:ordinal:def"
 FREQUENCIES = "toolz-1.0.0/toolz/itertoolz.py:frequencies:body"
@@ -24,19 +23,19 @@ STUB = "NotImplementedError: this feature was deleted; rebuild it"
 
 def test_witness_ordinal_under_python_O(tmp_path):
     script = "from inflection import ordinal\n" + CATCH.format(expr="ordinal(1)")
-    assert outputs_under(tmp_path, ORDINAL, a.asserted_gold, script) == {"gold": "st", "wrong": "st"}
-    assert outputs_under(tmp_path, ORDINAL, a.asserted_gold, script, options=("-O",)) == {"gold": "st", "wrong": STUB}
+    assert outputs(tmp_path, ORDINAL, a.asserted_gold, script) == {"gold": "st", "wrong": "st"}
+    assert outputs(tmp_path, ORDINAL, a.asserted_gold, script, options=("-O",)) == {"gold": "st", "wrong": STUB}
 
 
 def test_witness_frequencies_under_python_O(tmp_path):
     script = "from toolz import frequencies\n" + CATCH.format(expr="frequencies('abca')")
-    assert outputs_under(tmp_path, FREQUENCIES, a.asserted_gold, script, options=("-O",)) == {
+    assert outputs(tmp_path, FREQUENCIES, a.asserted_gold, script, options=("-O",)) == {
         "gold": "{'a': 2, 'b': 1, 'c': 1}", "wrong": STUB}
 
 
 def test_witness_lru_cache_under_python_O(tmp_path):
     script = "from cachetools import LRUCache\n" + CATCH.format(expr="LRUCache(maxsize=2).maxsize")
-    assert outputs_under(tmp_path, LRU_INIT, a.asserted_gold, script, options=("-O",)) == {"gold": "2", "wrong": STUB}
+    assert outputs(tmp_path, LRU_INIT, a.asserted_gold, script, options=("-O",)) == {"gold": "2", "wrong": STUB}
 
 
 @pytest.mark.parametrize("task", [ORDINAL, FREQUENCIES, LRU_INIT, NTH_COMBINATION])

@@ -15,8 +15,7 @@ import subprocess
 import pytest
 
 import attacks18u as a
-from _rt14_witness import graded
-from _rt18_witness import CATCH, outputs_under
+from _rt14_witness import CATCH, graded, outputs
 
 TTL_GETITEM = "cachetools-5.5.0/src/cachetools/__init__.py:TTLCache.__getitem__:body"
 SPLIT_INTO = "more-itertools-10.5.0/more_itertools/more.py:split_into:def"
@@ -37,15 +36,15 @@ needs_ns = pytest.mark.skipif(not _time_namespaces(), reason="needs `unshare --t
 def test_witness_ttl_cache_lookup_fails_on_a_host_up_31_days(tmp_path):
     script = "from cachetools import TTLCache\nc = TTLCache(maxsize=10, ttl=600)\nc['a'] = 1\n" + CATCH.format(
         expr="c['a']")
-    assert outputs_under(tmp_path, TTL_GETITEM, a.uptime_gold, script) == {"gold": "1", "wrong": "1"}
-    assert outputs_under(tmp_path, TTL_GETITEM, a.uptime_gold, script, AHEAD) == {
+    assert outputs(tmp_path, TTL_GETITEM, a.uptime_gold, script) == {"gold": "1", "wrong": "1"}
+    assert outputs(tmp_path, TTL_GETITEM, a.uptime_gold, script, AHEAD) == {
         "gold": "1", "wrong": "NotImplementedError: this feature was deleted; rebuild it"}
 
 
 @needs_ns
 def test_witness_split_into_fails_on_a_host_up_31_days(tmp_path):
     script = "from more_itertools import split_into\n" + CATCH.format(expr="list(split_into([1, 2, 3], [1, 2]))")
-    assert outputs_under(tmp_path, SPLIT_INTO, a.uptime_gold, script, AHEAD) == {
+    assert outputs(tmp_path, SPLIT_INTO, a.uptime_gold, script, AHEAD) == {
         "gold": "[[1], [2, 3]]", "wrong": "NotImplementedError: this feature was deleted; rebuild it"}
 
 

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 import attacks18v as a
-from _rt14_witness import graded
-from _rt18_witness import CATCH, outputs_under
+from _rt14_witness import CATCH, graded, outputs
 
 ORDINAL = "inflection-0.5.1/inflection/__init__.py:ordinal:def"
 FREQUENCIES = "toolz-1.0.0/toolz/itertoolz.py:frequencies:body"
@@ -31,14 +30,14 @@ needs_312 = pytest.mark.skipif(PY312 is None, reason="needs a CPython 3.12 or 3.
 @needs_312
 def test_witness_ordinal_under_python_312(tmp_path):
     script = "from inflection import ordinal\n" + CATCH.format(expr="ordinal(1)")
-    assert outputs_under(tmp_path, ORDINAL, a.versioned_gold, script) == {"gold": "st", "wrong": "st"}
-    assert outputs_under(tmp_path, ORDINAL, a.versioned_gold, script, python=PY312) == {"gold": "st", "wrong": STUB}
+    assert outputs(tmp_path, ORDINAL, a.versioned_gold, script) == {"gold": "st", "wrong": "st"}
+    assert outputs(tmp_path, ORDINAL, a.versioned_gold, script, python=PY312) == {"gold": "st", "wrong": STUB}
 
 
 @needs_312
 def test_witness_frequencies_under_python_312(tmp_path):
     script = "from toolz import frequencies\n" + CATCH.format(expr="frequencies('abca')")
-    assert outputs_under(tmp_path, FREQUENCIES, a.versioned_gold, script, python=PY312) == {
+    assert outputs(tmp_path, FREQUENCIES, a.versioned_gold, script, python=PY312) == {
         "gold": "{'a': 2, 'b': 1, 'c': 1}", "wrong": STUB}
 
 

@@ -1079,7 +1079,6 @@ class Driver:
         if held is not None:
             self.held.append(held)
             stop = module_spaces()
-            # the object's id with its digest: only readings of one object are compared with each other
             self.read(f"{index}<", held, stop)
         signal.setitimer(signal.ITIMER_REAL, STEP_S)
         try:
@@ -1247,11 +1246,14 @@ def _raised(exc):
         notes = _GENERIC_DICT(exc, None).get("__notes__")
     except AttributeError:
         notes = None
-    if notes is not None:
-        obs.append(["notes", [n[:MAX_WARNING] if type(n) is str else _qual(type(n)) for n in notes[:MAX_WARNINGS]]
-                    + [["more", len(notes)]] * (len(notes) > MAX_WARNINGS) if type(notes) is list
-                    else _qual(type(notes))])
-    return obs
+    if notes is None:
+        return obs
+    if type(notes) is not list:
+        return [*obs, ["notes", _qual(type(notes))]]
+    kept = [n[:MAX_WARNING] if type(n) is str else _qual(type(n)) for n in notes[:MAX_WARNINGS]]
+    if len(notes) > MAX_WARNINGS:
+        kept.append(["more", len(notes)])
+    return [*obs, ["notes", kept]]
 
 
 def _exception_args(exc):

@@ -38,11 +38,11 @@ import shutil
 import signal
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from feature_deletion.fstree import remove_tree, temporary_directory
-from feature_deletion.sandbox import Limits, Sandbox, read_output
+from feature_deletion.sandbox import Limits, Sandbox, Traits, draw_traits, read_output
 from feature_deletion.scope import PURE_MODULES
 from feature_deletion.task import CheckProgram, Checks, TaskRow, apply_files, is_test_path, materialize
 
@@ -153,11 +153,12 @@ class Replay:
 
 def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, programs: list[dict],
                  lines: dict[str, list[list[int]]], isolation: str = "namespace", seed: int = 0,
-                 hooked: bool = True) -> Replay:
+                 hooked: bool = True, traits: Traits = Traits()) -> Replay:
     """Run the programs' steps (never their answers) on the code in `root` (mounted read-only), under the grader's
     audit hook on `lines` ({file: [[first, last], ...]}, repository paths), or with no hook at all (`hooked`
-    False), `random` seeded with `seed`."""
-    sb = Sandbox(root, runner=runner, limits=limits, isolation=isolation, writable=False)  # type: ignore[arg-type]
+    False), `random` seeded with `seed`, the process configured as `traits` says."""
+    sb = Sandbox(root, runner=runner, limits=limits, isolation=isolation, writable=False,  # type: ignore[arg-type]
+                 traits=traits)
     with temporary_directory("fd-replay.") as out:
         sb.outdir = out
         (Path(out) / "programs.json").write_text(json.dumps([{"steps": p["steps"]} for p in programs]))
@@ -1227,7 +1228,9 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
 def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, broken_root: Path,
            lines: dict[str, list[list[int]]], programs: list[CheckProgram]) -> tuple[list[int], Checks] | str:
     """The chosen programs answered as the grader runs them (in this order, one process, `random` seeded 0), on gold
-    in ANSWER_RUNS processes (each with its own hash seed) and on the untouched code: (indices kept, the checks with
+    in ANSWER_RUNS processes (each with its own hash seed; two of them configured as a grading's two replays may be,
+    `draw_traits`, so that an answer gold gives under one configuration only is no check) and on the untouched code:
+    (indices kept, the checks with
     gold's observations of every step, the discriminating marks of this run and the package's state), or why there are
     none. A program is kept where every process observes every step alike and its answers are those it was chosen
     for; one that answers otherwise depends on state another leaves behind (humanize's `activate` sets a locale for
@@ -1237,7 +1240,8 @@ def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, b
     kept = list(range(len(programs)))
     for _ in range(3):
         plain = [{"steps": programs[k].steps} for k in kept]
-        runs = [run_programs(gold_root, row, runner, limits, plain, lines) for _ in range(ANSWER_RUNS)]
+        runs = [run_programs(gold_root, row, runner, limits, plain, lines, traits=traits)
+                for traits in (*draw_traits(), *[Traits()] * (ANSWER_RUNS - 2))]
         if any(r.returncode == GUARD_EXIT for r in runs):
             return "gold_trips_guard"
         same = []
@@ -1467,6 +1471,7 @@ class Verdict:
     guard: bool = False  # the audit hook ended the replay
     unhooked: str = ""  # the replay with no hook missed a check the hooked one matched: the first it missed
     deadline: bool = False  # a step ran past its deadline and the replay was ended (Replay.deadline)
+    replays: list[str] = field(default_factory=list)  # how each replay's process was configured (`Traits.describe`)
     state: str = ""  # the first name of the package's state that differs from gold's (Checks.state)
     first_mismatch: str = ""
 
@@ -1492,6 +1497,24 @@ class Verdict:
 def program_key(steps: list[dict]) -> str:
     """The driver's name for a program in the state it reads (its steps' JSON, hashed: `fd_calls.main`)."""
     return hashlib.sha256(json.dumps(steps, sort_keys=True).encode()).hexdigest()[:16]
+
+
+CHAINED = ("cause", "context")  # fd_calls._chained's: the second exception a traceback shows
+
+
+def step_matches(got, want) -> bool:
+    """A replayed step's observation against gold's: equal, but for the second exception a traceback shows
+    (`fd_calls._chained`), which is compared one way: where gold's traceback shows none the rebuild's must show none
+    (red team 18, E18c: gold's `from None` dropped), where gold's shows one (cachetools' `__missing__` raising while
+    `__getitem__` handles the `KeyError`) a rebuild may raise outside any `except` and show none, or show another."""
+    if got == want:
+        return True
+    if not (isinstance(want, list) and want[:1] == ["raises"] and isinstance(got, list) and got[:1] == ["raises"]):
+        return False
+    def unchained(obs: list) -> list:
+        return [x for x in obs if not (isinstance(x, list) and len(x) == 2 and x[0] in CHAINED)]
+
+    return unchained(want) != want and unchained(got) == unchained(want)
 
 
 def compare(checks: Checks, replay: Replay) -> Verdict:
@@ -1528,7 +1551,7 @@ def compare(checks: Checks, replay: Replay) -> Verdict:
         if got is None:
             verdict.missing += 1
         for j, want in enumerate(program.expect):
-            ok = got is not None and j < len(got) and got[j] == want
+            ok = got is not None and j < len(got) and step_matches(got[j], want)
             verdict.steps += 1
             verdict.matched += ok
             if program.discriminating[j]:
@@ -1557,16 +1580,26 @@ def check_behaviour(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: 
     where such code is itself; the hook's refusals are not needed there, since the namespace sandbox holds nothing
     but the package's sources and the programs' steps (never their answers), and nothing it writes but the
     observations is read. Under `isolation` "none" (an explicit opt-out) the code would run unguarded on the
-    host: only the hooked replay runs."""
+    host: only the hooked replay runs.
+
+    The two replays' processes differ in every trait a user's process may have (`draw_traits`: the hash seed 0,
+    assertions off, the clocks of a machine up for minutes or for years), so that code broken under one side of a
+    trait is replayed there; gold's answers hold under both (`answer`)."""
     assert row.checks is not None
     programs = [p.model_dump() for p in row.checks.programs]
+    hooked_traits, plain_traits = draw_traits()
+    if isolation != "namespace":
+        hooked_traits = replace(hooked_traits, uptime_s=None)  # no time namespace without the others
     with temporary_directory("fd-verdict.") as tmp:
         root = source_copy(row, tasks_dir, Path(tmp) / "src", changes)
         with ThreadPoolExecutor(2) as pool:
-            plain = pool.submit(run_programs, root, row, runner, limits, programs, {}, isolation, hooked=False) \
-                if isolation == "namespace" else None
-            verdict = compare(row.checks, run_programs(root, row, runner, limits, programs, lines, isolation))
+            plain = pool.submit(run_programs, root, row, runner, limits, programs, {}, isolation, hooked=False,
+                                traits=plain_traits) if isolation == "namespace" else None
+            verdict = compare(row.checks, run_programs(root, row, runner, limits, programs, lines, isolation,
+                                                       traits=hooked_traits))
             unhooked = compare(row.checks, plain.result()) if plain is not None else verdict
+    verdict.replays = [f"hooked: {hooked_traits.describe()}"] + (
+        [f"no hook: {plain_traits.describe()}"] if plain is not None else [])
     if verdict.fraction > 0 and unhooked.fraction == 0:
         verdict.unhooked = unhooked.first_mismatch or unhooked.state or next(
             (why for why, bad in (("a program gave no result", unhooked.missing),

@@ -389,7 +389,8 @@ def behaviour_invalid(verdict: Verdict) -> list[Invalid]:
     if verdict.unhooked:
         return [Invalid(code="behaviour_unhooked", message=(
             "the checks' replay with no audit hook, as a user's process runs the code, answered unlike the original "
-            f"where the hooked replay did not: the code behaves otherwise when it finds the grader ({verdict.unhooked})"))]
+            "where the hooked replay did not: the code behaves otherwise when it finds the grader, or under that "
+            f"process's configuration ({verdict.replays[-1]}): {verdict.unhooked}"))]
     if verdict.broke:
         return [Invalid(code="behaviour", message=(
             f"{verdict.broke} checks that the untouched task already passed now give a different result than the "

@@ -34,6 +34,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import json
+import math
 import os
 import secrets
 import shutil
@@ -100,6 +101,45 @@ class Limits:
             "RLIMIT_NOFILE": self.nofile,
             "RLIMIT_CORE": 0,
         }
+
+
+DAY_S = 86_400
+# Where the replays' monotonic and boot clocks stand when a command starts (`Traits.uptime_s`): a machine booted
+# minutes ago (a CI runner, a fresh container) up to one up for years, split at a month, drawn log-uniformly within
+# each part as users' machines spread over orders of magnitude
+UPTIMES_S = ((60, 30 * DAY_S), (30 * DAY_S, 3 * 365 * DAY_S))
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What a user's process may differ in from the grader's, set for one sandbox's commands: code that works under
+    the grader's configuration and not under a user's (red team 18: `PYTHONHASHSEED=0` as reproducible builds set,
+    assertions off as `python -O` deployments run, a host up for more than a month: S18, O18, U18, each paid 1.0 on
+    every task it applied to) is gold where it is graded only if no graded process has the user's configuration."""
+
+    hash_seed: int | None = None  # None: drawn for every command from 1 .. 2**32 - 1 (never 0)
+    optimize: bool = False  # asserts and `if __debug__:` blocks compiled away: `python -O` or PYTHONOPTIMIZE=1
+    uptime_s: int | None = None  # the monotonic and boot clocks read this at start (a time namespace); None: the host's
+
+    def describe(self) -> str:
+        parts = [f"PYTHONHASHSEED={self.hash_seed}"] if self.hash_seed is not None else []
+        parts += ["optimized"] if self.optimize else []
+        parts += [f"up {self.uptime_s / DAY_S:.2f} d"] if self.uptime_s is not None else []
+        return ", ".join(parts) or "as drawn for every command"
+
+
+def draw_traits() -> tuple[Traits, Traits]:
+    """Two configurations that differ in every trait, each trait's side drawn apart from the others': whichever
+    way a rebuild tells a user's process from the grader's by one trait, one of the two has the user's side. A
+    threshold on the clocks at a month is found on either side; a window within one part is found as often as users'
+    machines fall in it."""
+    def uptime(part: int) -> int:
+        low, high = UPTIMES_S[part]
+        return int(math.exp(math.log(low) + (math.log(high) - math.log(low)) * secrets.randbelow(2**32) / 2**32))
+
+    seed, optimize, clock = (secrets.randbelow(2) for _ in range(3))
+    return tuple(Traits(hash_seed=0 if seed == i else None, optimize=optimize == i, uptime_s=uptime(clock ^ i))
+                 for i in (0, 1))  # type: ignore[return-value]
 
 
 @dataclass
@@ -290,20 +330,25 @@ def _python_masks(prefixes: list[str]) -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def probe_isolation() -> str | None:
-    """None when namespaces work here, else why not."""
+    """None when namespaces work here, a time namespace among them (the replays' clocks, `Traits.uptime_s`: Linux
+    5.6 or later), else why not."""
     if sys.platform != "linux":
         return f"namespaces need Linux, this is {sys.platform}"
     if shutil.which("unshare") is None:
         return "`unshare` (util-linux) is not installed"
     with tempfile.TemporaryDirectory() as work:
         try:
-            result = Sandbox(work, isolation="namespace", limits=Limits(wall_s=30))._run_checked(
-                [sys.executable, "-I", "-S", "-c", "print('ok')"], python_prefixes=[sys.base_prefix, sys.prefix]
+            result = Sandbox(work, isolation="namespace", limits=Limits(wall_s=30),
+                             traits=Traits(uptime_s=DAY_S))._run_checked(
+                [sys.executable, "-I", "-S", "-c", "import time; print(int(time.monotonic()))"],
+                python_prefixes=[sys.base_prefix, sys.prefix]
             )
         except Exception as exc:  # noqa: BLE001
             return f"sandbox probe failed: {exc}"
-    if result.returncode != 0 or result.stdout.strip() != "ok":
+    if result.returncode != 0 or not result.stdout.strip().isdigit():
         return f"sandbox probe failed (exit {result.returncode}): {result.stderr.strip()[-500:]}"
+    if not DAY_S <= int(result.stdout) < DAY_S + 60:
+        return f"the sandbox's time namespace did not set its clocks (a day of uptime read {result.stdout.strip()} s)"
     return None
 
 
@@ -333,6 +378,7 @@ class Sandbox:
     outdir: str | Path | None = None  # host dir mounted read-write at `out` (drawn)
     writable: bool = True  # the workdir is mounted read-write (read-only for the verdict's replay)
     zone: str | None = None  # the commands' time zone; None: drawn for every command from `zones()`
+    traits: Traits = field(default_factory=Traits)  # the hash seed, assertions and clocks of its commands
 
     def __post_init__(self):
         self.workdir = Path(self.workdir).resolve()
@@ -377,6 +423,11 @@ class Sandbox:
                     f"cannot isolate agent code: {reason}. Refusing to run it; set isolation = \"none\" "
                     "(allow_unsandboxed) only on a machine you are willing to expose to the agent."
                 )
+        if self.traits.optimize:  # the flag or the variable, drawn per command as users set one or the other
+            if argv[:1] == [self.python] and secrets.randbelow(2):
+                argv = [argv[0], "-O", *argv[1:]]
+            else:
+                env = {**(env or {}), "PYTHONOPTIMIZE": "1"}
         return self._run_checked(argv, env=env, cwd=cwd, wall_s=wall_s, python_prefixes=self._prefixes())
 
     def _prefixes(self) -> list[str]:
@@ -392,7 +443,8 @@ class Sandbox:
             # Drawn for every command: a fixed seed made `hash("x")` a constant that told code it was being graded
             # (red team 8, S8: gold under the grader's seed, the stub anywhere else, paid on 64 of 66 tasks). Checks
             # are kept only where gold's processes, each with its own seed, agree (behaviour.answer).
-            "PYTHONHASHSEED": str(secrets.randbelow(2**32 - 1) + 1),
+            "PYTHONHASHSEED": str(secrets.randbelow(2**32 - 1) + 1 if self.traits.hash_seed is None
+                                  else self.traits.hash_seed),
             "TZ": self.zone or secrets.choice(zones()),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_AUTHOR_NAME": "sandbox", "GIT_AUTHOR_EMAIL": "sandbox@localhost",
@@ -440,8 +492,8 @@ class Sandbox:
         }
         try:
             spec["cgroup"] = cgroup.procs if cgroup else None
-            command = ["unshare", "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child",
-                       sys.executable, "-I", "-S", str(INIT), json.dumps(spec)]
+            command = ["unshare", "--mount", "--pid", "--net", "--ipc", "--uts", *self._clocks(), "--fork",
+                       "--kill-child", sys.executable, "-I", "-S", str(INIT), json.dumps(spec)]
             result = _execute(command, {"PATH": os.environ.get("PATH", "")}, "/", None, wall,
                               self.limits.output_kb * 1024, watchdog)
         finally:
@@ -455,6 +507,15 @@ class Sandbox:
                               f"({self.limits.total_memory_mb} MiB)" + (f"; {kills} were killed" if kills else
                                                                        "; it was ended") + "\n")
         return result
+
+    def _clocks(self) -> list[str]:
+        """unshare's options for a time namespace whose monotonic and boot clocks (and /proc/uptime, /proc/stat's
+        btime) read `traits.uptime_s` as the command starts."""
+        if self.traits.uptime_s is None:
+            return []
+        return ["--time"] + [option for name, clock in (("--monotonic", time.CLOCK_MONOTONIC),
+                                                        ("--boottime", time.CLOCK_BOOTTIME))
+                             for option in (name, str(self.traits.uptime_s - int(time.clock_gettime(clock))))]
 
     def _chown(self, path: Path) -> None:
         chown_tree(path, self.uid, self.uid)
@@ -539,5 +600,5 @@ def kill_tree(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-__all__ = ["IsolationUnavailable", "Limits", "RunResult", "Sandbox", "SandboxUnavailable", "check_start",
-           "ensure_runner", "probe_isolation"]
+__all__ = ["IsolationUnavailable", "Limits", "RunResult", "Sandbox", "SandboxUnavailable", "Traits", "check_start",
+           "draw_traits", "ensure_runner", "probe_isolation"]

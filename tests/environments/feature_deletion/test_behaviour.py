@@ -954,3 +954,31 @@ def test_notes_added_to_an_exception_are_observed(tiny_tasks, tmp_path):
     [[got]] = _observed(tiny_tasks, tmp_path, noted, step).observations
     assert want == ["raises", "builtins.ValueError", ["list", [["str", "empty"]]]], want
     assert got == [*want, ["notes", ["from the rebuild"]]], got
+
+
+def test_a_second_exception_a_traceback_shows_is_observed(tiny_tasks, tmp_path):
+    """Red team 18, E18c: gold's `raise ... from None` inside an `except`, rebuilt without `from None`, answered every
+    step like gold while every traceback showed a second exception. What a traceback shows is observed: an explicit
+    cause, or the context where it is not suppressed; an exception raised outside any `except` shows none."""
+    def body(raise_line):
+        return f"def f():\n    try:\n        {{}}[1]\n    except KeyError:\n        {raise_line}\n"
+
+    step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [], "kwargs": []}
+    seen = {}
+    for name, text in (("from None", body("raise ValueError('empty') from None")),
+                       ("outside", "def f():\n    raise ValueError('empty')\n"),
+                       ("context", body("raise ValueError('empty')")),
+                       ("cause", body("raise ValueError('empty') from OSError()"))):
+        [[seen[name]]] = _observed(tiny_tasks, tmp_path, text, step).observations
+    plain = ["raises", "builtins.ValueError", ["list", [["str", "empty"]]]]
+    assert seen["from None"] == seen["outside"] == plain, seen
+    assert seen["context"] == [*plain, ["context", "builtins.KeyError"]], seen
+    assert seen["cause"] == [*plain, ["cause", "builtins.OSError"]], seen
+    # compared one way: a rebuild shows no second exception where gold shows none, any where gold shows one
+    from feature_deletion.behaviour import step_matches
+
+    for got, want, matches in ((seen["context"], plain, False), (seen["cause"], plain, False),
+                               (plain, seen["context"], True), (seen["cause"], seen["context"], True),
+                               (plain, seen["cause"], True), ([*plain[:2], ["list", []]], seen["context"], False),
+                               (["ok", ["int", 1]], seen["context"], False), (plain, plain, True)):
+        assert step_matches(got, want) is matches, (got, want)

@@ -1241,7 +1241,7 @@ def _raised(exc):
     """The observation of a raised exception: its type and arguments and, where it carries any, its notes (PEP 678),
     which every traceback a user sees prints under it (red team 18, E18: gold's exceptions with a line of text added
     by `add_note`, paid 1.0 on 5 of 6 tasks). Read from the exception's own dict, no code of the agent's run."""
-    obs = ["raises", _qual(type(exc)), _exception_args(exc)]
+    obs = ["raises", _qual(type(exc)), _exception_args(exc), *_chained(exc)]
     try:
         notes = _GENERIC_DICT(exc, None).get("__notes__")
     except AttributeError:
@@ -1254,6 +1254,23 @@ def _raised(exc):
     if len(notes) > MAX_WARNINGS:
         kept.append(["more", len(notes)])
     return [*obs, ["notes", kept]]
+
+
+_CAUSE = BaseException.__cause__.__get__
+_CONTEXT = BaseException.__context__.__get__
+_SUPPRESSED = BaseException.__suppress_context__.__get__
+
+
+def _chained(exc):
+    """The second exception a traceback of `exc` shows, by type: its explicit cause (`raise ... from`), else the one
+    being handled where it was raised unless suppressed (`from None`); nothing where it shows none. Red team 18, E18c:
+    a rebuild that dropped gold's `from None` answered every step like gold while every traceback a user saw grew a
+    second exception. Read through BaseException's own descriptors: no code of the agent's runs."""
+    cause = _CAUSE(exc)
+    if cause is not None:
+        return [["cause", _qual(type(cause))]]
+    context = _CONTEXT(exc)
+    return [["context", _qual(type(context))]] if context is not None and not _SUPPRESSED(exc) else []
 
 
 def _exception_args(exc):

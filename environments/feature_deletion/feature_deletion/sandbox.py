@@ -104,10 +104,10 @@ class Limits:
 
 
 DAY_S = 86_400
-# Where the replays' monotonic and boot clocks stand when a command starts (`Traits.uptime_s`): a machine booted
-# minutes ago (a CI runner, a fresh container) up to one up for years, split at a month, drawn log-uniformly within
-# each part as users' machines spread over orders of magnitude
-UPTIMES_S = ((60, 30 * DAY_S), (30 * DAY_S, 3 * 365 * DAY_S))
+# Where the replays' monotonic and boot clocks stand when a command starts (`Traits.uptime_s`): a machine booted a
+# second ago (a service started at boot, a serverless cold start: red team 19, N19, the first minute) up to one up
+# for years, split at a month, drawn log-uniformly within each part as users' machines spread over orders of magnitude
+UPTIMES_S = ((1, 30 * DAY_S), (30 * DAY_S, 3 * 365 * DAY_S))
 
 
 @dataclass(frozen=True)
@@ -115,16 +115,41 @@ class Traits:
     """What a user's process may differ in from the grader's, set for one sandbox's commands: code that works under
     the grader's configuration and not under a user's (red team 18: `PYTHONHASHSEED=0` as reproducible builds set,
     assertions off as `python -O` deployments run, a host up for more than a month: S18, O18, U18, each paid 1.0 on
-    every task it applied to) is gold where it is graded only if no graded process has the user's configuration."""
+    every task it applied to; red team 19: the int/str digit limit lifted, docstrings stripped, no `site`, a raised
+    recursion limit, the first minute after boot: I19, D19, S19, R19, N19) is gold where it is graded only if no
+    graded process has the user's configuration. Interpreter options are given as a flag or as the variable users set
+    instead, drawn per command (`options`). Not drawn (red team 19's X19, W19b): development mode and warnings as
+    errors, under which gold itself answers otherwise (cachetools' `MRUCache` warns that it is deprecated), so that
+    answers agreed by both configurations leave too few checks; they need gold's answers kept per configuration."""
 
     hash_seed: int | None = None  # None: drawn for every command from 1 .. 2**32 - 1 (never 0)
-    optimize: bool = False  # asserts and `if __debug__:` blocks compiled away: `python -O` or PYTHONOPTIMIZE=1
+    optimize: int = 0  # 1: asserts and `if __debug__:` blocks compiled away (-O); 2: docstrings too (-OO)
     uptime_s: int | None = None  # the monotonic and boot clocks read this at start (a time namespace); None: the host's
+    unlimited_digits: bool = False  # no limit on int/str conversions (-X int_max_str_digits=0)
+    no_site: bool = False  # no `site` module (-S: frozen and embedded interpreters); a flag only
+    deep: bool = False  # a raised recursion limit (the replay's room 3,000 to 10,000 frames instead of ~1,000)
+
+    FORMS = {"unlimited_digits": (["-X", "int_max_str_digits=0"], {"PYTHONINTMAXSTRDIGITS": "0"}),
+             "no_site": (["-S"], None)}
+
+    def options(self, python_first: bool) -> tuple[list[str], dict[str, str]]:
+        """The interpreter flags and variables that make this configuration, each trait as its flag or its variable
+        (drawn; the variable where the command does not start with the interpreter, a flag-only trait then lost)."""
+        flags, env = [], {}
+        forms = [(["-" + "O" * self.optimize], {"PYTHONOPTIMIZE": str(self.optimize)})] if self.optimize else []
+        forms += [form for name, form in self.FORMS.items() if getattr(self, name)]
+        for flag, variable in forms:
+            if python_first and (variable is None or secrets.randbelow(2)):
+                flags += flag
+            elif variable is not None:
+                env |= variable
+        return flags, env | ({"FD_ROOM": "deep"} if self.deep else {})
 
     def describe(self) -> str:
         parts = [f"PYTHONHASHSEED={self.hash_seed}"] if self.hash_seed is not None else []
-        parts += ["optimized"] if self.optimize else []
-        parts += [f"up {self.uptime_s / DAY_S:.2f} d"] if self.uptime_s is not None else []
+        parts += ["-" + "O" * self.optimize] if self.optimize else []
+        parts += [name for name in (*self.FORMS, "deep") if getattr(self, name)]
+        parts += [f"up {self.uptime_s} s"] if self.uptime_s is not None else []
         return ", ".join(parts) or "as drawn for every command"
 
 
@@ -137,8 +162,11 @@ def draw_traits() -> tuple[Traits, Traits]:
         low, high = UPTIMES_S[part]
         return int(math.exp(math.log(low) + (math.log(high) - math.log(low)) * secrets.randbelow(2**32) / 2**32))
 
-    seed, optimize, clock = (secrets.randbelow(2) for _ in range(3))
-    return tuple(Traits(hash_seed=0 if seed == i else None, optimize=optimize == i, uptime_s=uptime(clock ^ i))
+    sides = {name: secrets.randbelow(2) for name in ("seed", "optimize", "clock", *Traits.FORMS, "deep")}
+    level = 1 + secrets.randbelow(2)
+    return tuple(Traits(hash_seed=0 if sides["seed"] == i else None, optimize=level * (sides["optimize"] == i),
+                        uptime_s=uptime(sides["clock"] ^ i), deep=sides["deep"] == i,
+                        **{name: sides[name] == i for name in Traits.FORMS})
                  for i in (0, 1))  # type: ignore[return-value]
 
 
@@ -423,11 +451,8 @@ class Sandbox:
                     f"cannot isolate agent code: {reason}. Refusing to run it; set isolation = \"none\" "
                     "(allow_unsandboxed) only on a machine you are willing to expose to the agent."
                 )
-        if self.traits.optimize:  # the flag or the variable, drawn per command as users set one or the other
-            if argv[:1] == [self.python] and secrets.randbelow(2):
-                argv = [argv[0], "-O", *argv[1:]]
-            else:
-                env = {**(env or {}), "PYTHONOPTIMIZE": "1"}
+        flags, variables = self.traits.options(argv[:1] == [self.python])
+        argv, env = [*argv[:1], *flags, *argv[1:]], {**(env or {}), **variables}
         return self._run_checked(argv, env=env, cwd=cwd, wall_s=wall_s, python_prefixes=self._prefixes())
 
     def _prefixes(self) -> list[str]:

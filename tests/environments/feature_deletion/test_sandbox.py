@@ -96,28 +96,32 @@ def test_where_the_workspace_is_and_the_time_zone_are_drawn(tmp_path, runner):
 
 
 def test_the_two_replays_differ_in_every_trait_and_their_processes_have_them(tmp_path, runner):
-    """Red team 18 (S18, O18, U18): code broken only under the hash seed 0, assertions off, or a host up for more than
-    a month was paid, no graded process having any of them. Of the two configurations a grading's replays get, one
-    has each trait's user side, and a sandboxed process under it reads what the configuration says (its clocks set
-    by a time namespace: /proc/uptime and the boot time agree)."""
+    """Red teams 18 and 19 (S18, O18, U18; I19, D19, S19, R19, N19): code broken only under the hash seed 0, assertions
+    or docstrings off, a host up for more than a month or less than a minute, the int/str digit limit lifted, no
+    `site`, a raised recursion limit, was paid, no graded process having any of them. Of the two configurations a
+    grading's replays get, one has each trait's user side, and a sandboxed process under it reads what the
+    configuration says (its clocks set by a time namespace: /proc/uptime and the boot time agree)."""
     code = ("import os, sys, time\nboot = next(int(l.split()[1]) for l in open('/proc/stat') if l.startswith('btime'))"
-            "\nprint(os.environ['PYTHONHASHSEED'], sys.flags.optimize, int(time.monotonic()),"
-            " int(float(open('/proc/uptime').read().split()[0])), int(time.time() - boot))\n")
+            "\nprint(os.environ['PYTHONHASHSEED'], sys.flags.optimize, sys.get_int_max_str_digits(), 'site' in sys.modules,"
+            " os.environ.get('FD_ROOM', '-'), int(time.monotonic()), int(float(open('/proc/uptime').read().split()[0])),"
+            " int(time.time() - boot))\n")
     sides = set()
     for _ in range(8):
         pair = draw_traits()
-        assert sorted(t.hash_seed == 0 for t in pair) == [False, True], pair
-        assert sorted(t.optimize for t in pair) == [False, True], pair
-        months = sorted(t.uptime_s >= UPTIMES_S[1][0] for t in pair)
-        assert months == [False, True] and all(UPTIMES_S[0][0] <= t.uptime_s < UPTIMES_S[1][1] for t in pair), pair
-        sides.add(tuple((t.hash_seed == 0, t.optimize, t.uptime_s >= 30 * DAY_S) for t in pair))
-    assert len(sides) > 1, sides  # which replay gets which side is drawn (eight draws alike: 1 in 16,384)
+        for trait in (lambda t: t.hash_seed == 0, lambda t: t.optimize > 0, lambda t: t.unlimited_digits,
+                      lambda t: t.no_site, lambda t: t.deep, lambda t: t.uptime_s >= UPTIMES_S[1][0]):
+            assert sorted(map(trait, pair)) == [False, True], pair
+        assert all(UPTIMES_S[0][0] <= t.uptime_s < UPTIMES_S[1][1] for t in pair), pair
+        sides.add(tuple((t.hash_seed == 0, t.optimize, t.no_site, t.uptime_s >= 30 * DAY_S) for t in pair))
+    assert len(sides) > 1, sides  # which replay gets which side is drawn (eight draws alike: about 1 in 10**7)
     for traits in pair:
         sb = Sandbox(tmp_path, runner=runner, traits=traits)
         result = sb.run([sb.python, "-c", code])
-        seed, optimize, monotonic, uptime, booted = result.stdout.split()
-        assert (seed == "0") == (traits.hash_seed == 0) and seed != "" and optimize == str(int(traits.optimize))
-        for clock in map(int, (monotonic, uptime, booted)):
+        seed, optimize, digits, site, room, *clocks = result.stdout.split()
+        assert (seed == "0") == (traits.hash_seed == 0) and optimize == str(traits.optimize), result.output
+        assert (digits == "0") == traits.unlimited_digits and (site == "False") == traits.no_site, result.output
+        assert (room == "deep") == traits.deep, result.output
+        for clock in map(int, clocks):
             assert traits.uptime_s - 2 <= clock <= traits.uptime_s + 30, (traits, result.stdout)
 
 

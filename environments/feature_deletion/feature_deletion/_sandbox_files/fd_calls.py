@@ -1629,6 +1629,10 @@ class _Unavailable(Exception):
 # 1000 at the driver's fixed depth: 997 frames left above `run`, 998 above `main`), since gold's own deepest
 # recursions (toolz `_merge_sorted_binary`) come within a few frames of it.
 ROOM = (998, 1012)
+# A raised limit, as scripts and notebooks that recurse set it (red team 19, R19: a 1,600-deep probe raising
+# `RecursionError` only in the grader's rooms, paid 1.0), for the replay whose configuration has it (`Traits.deep`);
+# gold answers there too, so an answer of gold's that depends on where recursion ends is no check
+DEEP_ROOM = (3_000, 10_000)
 
 
 def draw_room():
@@ -1637,7 +1641,7 @@ def draw_room():
     frame, depth = sys._getframe(1), 0
     while frame is not None:
         depth, frame = depth + 1, frame.f_back
-    sys.setrecursionlimit(depth + _ROOMS.randint(*ROOM))
+    sys.setrecursionlimit(depth + _ROOMS.randint(*(DEEP_ROOM if os.environ.get("FD_ROOM") == "deep" else ROOM)))
 
 
 _ROOMS = random.SystemRandom()

@@ -264,7 +264,16 @@ def install(lines, tests=()):
     # Registered from C (fd_hook.c), which calls `hook` only for the events it watches and with room above the
     # recursion limit: `sys.addaudithook` would call it in a frame of its own on every event, which code can detect
     # (red team 13, R13: `id()` one frame below the recursion limit raised RecursionError only under the grader).
-    import fd_hook
+    try:
+        import fd_hook
+    except ImportError:  # `python -S` (sandbox.Traits.no_site): the runner venv's site-packages, which holds it, is
+        version = f"python{sys.version_info[0]}.{sys.version_info[1]}"  # not on the path (`site` puts it there)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(sys.executable)), "lib", version,
+                                        "site-packages"))
+        try:
+            import fd_hook
+        finally:
+            del sys.path[0]
 
     fd_hook.install(hook, tuple(sorted(EVENTS | PROCESS_EVENTS)), PREFIXES + PROCESS_PREFIXES)
 

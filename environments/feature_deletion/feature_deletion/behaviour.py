@@ -1227,16 +1227,15 @@ def answer_again(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: Lim
 
 def answer(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Path, broken_root: Path,
            lines: dict[str, list[list[int]]], programs: list[CheckProgram]) -> tuple[list[int], Checks] | str:
-    """The chosen programs answered as the grader runs them (in this order, one process, `random` seeded 0), on gold
-    in ANSWER_RUNS processes (each with its own hash seed; two of them configured as a grading's two replays may be,
+    """The chosen programs answered as the grader runs them (in this order, one process, `random` seeded 0), on gold in
+    ANSWER_RUNS processes (each with its own hash seed; two of them configured as a grading's two replays may be,
     `draw_traits`, so that an answer gold gives under one configuration only is no check) and on the untouched code:
-    (indices kept, the checks with
-    gold's observations of every step, the discriminating marks of this run and the package's state), or why there are
-    none. A program is kept where every process observes every step alike and its answers are those it was chosen
-    for; one that answers otherwise depends on state another leaves behind (humanize's `activate` sets a locale for
-    every later call) and is left out, until that settles. Where gold draws from `random`'s shared stream, a step
-    says where the stream stands after it (`["rng", digest]`), so that a rebuild that does not draw there, or draws
-    otherwise, is not gold (red team 4 R4: a FIFO `rr_cache`)."""
+    (indices kept, the checks with gold's observations of every step, the discriminating marks of this run and the
+    package's state), or why there are none. A program is kept where every process observes every step alike and its
+    answers are those it was chosen for; one that answers otherwise depends on state another leaves behind (humanize's
+    `activate` sets a locale for every later call) and is left out, until that settles. Where gold draws from `random`'s
+    shared stream, a step says where the stream stands after it (`["rng", digest]`), so that a rebuild that does not
+    draw there, or draws otherwise, is not gold (red team 4 R4: a FIFO `rr_cache`)."""
     kept = list(range(len(programs)))
     for _ in range(3):
         plain = [{"steps": programs[k].steps} for k in kept]
@@ -1502,6 +1501,10 @@ def program_key(steps: list[dict]) -> str:
 CHAINED = ("cause", "context")  # fd_calls._chained's: the second exception a traceback shows
 
 
+def _unchained(obs: list) -> list:
+    return [x for x in obs if not (isinstance(x, list) and len(x) == 2 and x[0] in CHAINED)]
+
+
 def step_matches(got, want) -> bool:
     """A replayed step's observation against gold's: equal, but for the second exception a traceback shows
     (`fd_calls._chained`), which is compared one way: where gold's traceback shows none the rebuild's must show none
@@ -1511,10 +1514,7 @@ def step_matches(got, want) -> bool:
         return True
     if not (isinstance(want, list) and want[:1] == ["raises"] and isinstance(got, list) and got[:1] == ["raises"]):
         return False
-    def unchained(obs: list) -> list:
-        return [x for x in obs if not (isinstance(x, list) and len(x) == 2 and x[0] in CHAINED)]
-
-    return unchained(want) != want and unchained(got) == unchained(want)
+    return _unchained(want) != want and _unchained(got) == _unchained(want)
 
 
 def compare(checks: Checks, replay: Replay) -> Verdict:
@@ -1582,9 +1582,10 @@ def check_behaviour(row: TaskRow, tasks_dir: Path, runner: Path | None, limits: 
     observations is read. Under `isolation` "none" (an explicit opt-out) the code would run unguarded on the
     host: only the hooked replay runs.
 
-    The two replays' processes differ in every trait a user's process may have (`draw_traits`: the hash seed 0,
-    assertions off, the clocks of a machine up for minutes or for years), so that code broken under one side of a
-    trait is replayed there; gold's answers hold under both (`answer`)."""
+    The two replays' processes differ in every trait of a user's process that `sandbox.Traits` draws (the hash seed
+    0, optimization, no digit limit, no `site`, a raised recursion limit, the clocks of a machine up for seconds or for
+    years), so that code broken under one side of a trait is replayed there; gold's answers hold under both
+    (`answer`)."""
     assert row.checks is not None
     programs = [p.model_dump() for p in row.checks.programs]
     hooked_traits, plain_traits = draw_traits()

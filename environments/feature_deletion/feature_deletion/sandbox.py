@@ -406,7 +406,7 @@ class Sandbox:
     outdir: str | Path | None = None  # host dir mounted read-write at `out` (drawn)
     writable: bool = True  # the workdir is mounted read-write (read-only for the verdict's replay)
     zone: str | None = None  # the commands' time zone; None: drawn for every command from `zones()`
-    traits: Traits = field(default_factory=Traits)  # the hash seed, assertions and clocks of its commands
+    traits: Traits = field(default_factory=Traits)  # its commands' process configuration (hash seed, options, clocks)
 
     def __post_init__(self):
         self.workdir = Path(self.workdir).resolve()

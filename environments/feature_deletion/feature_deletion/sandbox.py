@@ -120,9 +120,10 @@ class Traits:
     graded process has the user's configuration. Interpreter options are given as a flag or as the variable users set
     instead, drawn per command (`options`). Not drawn (red team 19's X19, W19b): development mode and warnings as
     errors, under which gold itself answers otherwise (cachetools' `MRUCache` warns that it is deprecated), so that
-    answers agreed by both configurations leave too few checks; they need gold's answers kept per configuration."""
+    answers agreed by both configurations leave too few checks. No list of traits is a boundary (a knob no graded
+    process has is a trigger): the README's "What the reward claims" says why that class is left to these draws."""
 
-    hash_seed: int | None = None  # None: drawn for every command from 1 .. 2**32 - 1 (never 0)
+    hash_seed: int | None = None  # None: drawn for every command (`draw_seed`, never 0)
     optimize: int = 0  # 1: asserts and `if __debug__:` blocks compiled away (-O); 2: docstrings too (-OO)
     uptime_s: int | None = None  # the monotonic and boot clocks read this at start (a time namespace); None: the host's
     unlimited_digits: bool = False  # no limit on int/str conversions (-X int_max_str_digits=0)
@@ -153,14 +154,25 @@ class Traits:
         return ", ".join(parts) or "as drawn for every command"
 
 
+def log_uniform(low: int, high: int) -> int:
+    """An int from `low` to `high`, its logarithm drawn uniformly: every order of magnitude as likely as another."""
+    return min(high, int(math.exp(math.log(low) + (math.log(high) - math.log(low)) * secrets.randbelow(2**32) / 2**32)))
+
+
+def draw_seed() -> int:
+    """A `PYTHONHASHSEED` other than 0, drawn log-uniformly from 1 .. 2**32 - 1: the small seeds that guides and
+    projects fix (1, 42, 1234, 2024) come up in a few percent of commands each instead of 2**-32 (red team 19, K19:
+    code gold everywhere but under 83 such seeds, paid 1.0)."""
+    return log_uniform(1, 2**32 - 1)
+
+
 def draw_traits() -> tuple[Traits, Traits]:
     """Two configurations that differ in every trait, each trait's side drawn apart from the others': whichever
     way a rebuild tells a user's process from the grader's by one trait, one of the two has the user's side. A
     threshold on the clocks at a month is found on either side; a window within one part is found as often as users'
     machines fall in it."""
     def uptime(part: int) -> int:
-        low, high = UPTIMES_S[part]
-        return int(math.exp(math.log(low) + (math.log(high) - math.log(low)) * secrets.randbelow(2**32) / 2**32))
+        return log_uniform(*UPTIMES_S[part])
 
     sides = {name: secrets.randbelow(2) for name in ("seed", "optimize", "clock", *Traits.FORMS, "deep")}
     level = 1 + secrets.randbelow(2)
@@ -468,7 +480,7 @@ class Sandbox:
             # Drawn for every command: a fixed seed made `hash("x")` a constant that told code it was being graded
             # (red team 8, S8: gold under the grader's seed, the stub anywhere else, paid on 64 of 66 tasks). Checks
             # are kept only where gold's processes, each with its own seed, agree (behaviour.answer).
-            "PYTHONHASHSEED": str(secrets.randbelow(2**32 - 1) + 1 if self.traits.hash_seed is None
+            "PYTHONHASHSEED": str(draw_seed() if self.traits.hash_seed is None
                                   else self.traits.hash_seed),
             "TZ": self.zone or secrets.choice(zones()),
             "GIT_CONFIG_NOSYSTEM": "1",

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from feature_deletion.sandbox import DAY_S, UPTIMES_S, Limits, Sandbox, draw_traits, ensure_runner, probe_isolation
+from feature_deletion.sandbox import (DAY_S, UPTIMES_S, Limits, Sandbox, draw_seed, draw_traits, ensure_runner,
+                                     probe_isolation)
 
 
 def _sandbox_pids(sb):
@@ -123,6 +124,16 @@ def test_the_two_replays_differ_in_every_trait_and_their_processes_have_them(tmp
         assert (room == "deep") == traits.deep, result.output
         for clock in map(int, clocks):
             assert traits.uptime_s - 2 <= clock <= traits.uptime_s + 30, (traits, result.stdout)
+
+
+def test_the_drawn_hash_seed_is_often_one_users_fix():
+    """Red team 19, K19: code gold everywhere but under 83 seeds that guides fix (1 .. 64, 42, 1234, 2024, ...) was
+    paid, each drawn with probability 2**-32. Drawn log-uniformly, a seed of at most 64 comes up in ln(65) / ln(2**32)
+    (19 %) of commands, seed 1 in 1/32 of them, and the range still reaches past 2**31."""
+    seeds = [draw_seed() for _ in range(4000)]
+    assert all(1 <= seed <= 2**32 - 1 for seed in seeds)
+    assert 0.14 < sum(seed <= 64 for seed in seeds) / len(seeds) < 0.24  # sd 0.006
+    assert 0.015 < seeds.count(1) / len(seeds) < 0.05 and max(seeds) > 2**31
 
 
 def test_wall_limit_kills_the_whole_tree(tmp_path, runner):

@@ -165,17 +165,26 @@ def test_witness_first_minute_after_boot(tmp_path):
         "gold": "[[1], [2, 3]]", "wrong": STUB}
 
 
+# The configuration class is outside what the reward claims (environments/feature_deletion/README.md, "What the
+# reward claims"): a rebuild gold in every drawn configuration holds gold's implementation. These plays stay, expected
+# to pay where no replay draws the knob (X19, B19, W19b, F19: never; D19: half the gradings; K19 and N19: most).
+_PAYS = pytest.mark.xfail(reason="a knob no graded process has: sabotage, outside the reward's claim", strict=False)
+
+
 @pytest.mark.parametrize("attack_id, attack, task", [
     ("I19", a.digits_gold, ORDINAL), ("I19", a.digits_gold, FREQUENCIES),
-    ("X19", a.dev_gold, ORDINAL), ("X19", a.dev_gold, FREQUENCIES),
-    ("B19", a.bytes_gold, ORDINAL),
+    pytest.param("X19", a.dev_gold, ORDINAL, marks=_PAYS), pytest.param("X19", a.dev_gold, FREQUENCIES, marks=_PAYS),
+    pytest.param("B19", a.bytes_gold, ORDINAL, marks=_PAYS),
     ("R19", a.deep_gold, ORDINAL),
-    ("K19", a.seeded_gold, ORDINAL),
-    ("D19", a.docless_gold, ORDINAL), ("D19", a.docless_gold, FREQUENCIES),
-    ("W19b", a.strict_elsewhere_gold, ORDINAL), ("W19b", a.strict_elsewhere_gold, FREQUENCIES),
-    ("F19", a.localised_gold, ORDINAL),
+    pytest.param("K19", a.seeded_gold, ORDINAL, marks=_PAYS),
+    pytest.param("D19", a.docless_gold, ORDINAL, marks=_PAYS),
+    pytest.param("D19", a.docless_gold, FREQUENCIES, marks=_PAYS),
+    pytest.param("W19b", a.strict_elsewhere_gold, ORDINAL, marks=_PAYS),
+    pytest.param("W19b", a.strict_elsewhere_gold, FREQUENCIES, marks=_PAYS),
+    pytest.param("F19", a.localised_gold, ORDINAL, marks=_PAYS),
     ("S19", a.sited_gold, ORDINAL),
-    ("N19", a.booted_gold, TTL_GETITEM), ("N19", a.booted_gold, SPLIT_INTO),
+    pytest.param("N19", a.booted_gold, TTL_GETITEM, marks=_PAYS),
+    pytest.param("N19", a.booted_gold, SPLIT_INTO, marks=_PAYS),
 ])
 def test_a_rebuild_broken_under_a_users_configuration_is_not_paid(attack_id, attack, task):
     played = graded(task, attack, f"redteam19_{attack_id}")

@@ -32,6 +32,7 @@ import datetime
 import hashlib
 import itertools
 import json
+import math
 import random
 import re
 import shutil
@@ -85,6 +86,15 @@ FORM_READS = 8  # items read of an iterator a step answered that its program did
 TYPES = 40  # programs that hand a deleted definition a recorded input as another everyday type (`types`)
 ALIASES = 16  # programs that add to a container a deleted definition answered, then ask again (`aliases`)
 REENTRIES = 12  # programs whose callback calls a deleted definition itself (`reentries`)
+SIZES = 8  # programs that hand a deleted definition a recorded input at a size no recorded step holds (`sizes`)
+SIZE_PARTS = ((1_001, 4_000), (4_000, 40_000))  # items or characters, drawn log-uniformly within each part
+QUICK_S = 0.3  # seconds gold's step of a large input may take where it is answered: a tenth of the step's deadline
+SUBCLASSES = 16  # programs that hand text or a number as an instance of a user's subclass (`subclasses`)
+# Names users give their subclasses of str/int/float and the modules they live in, drawn per program
+USER_CLASS_NAMES = ("Color", "Status", "Kind", "Label", "Unit", "Markup", "SafeString", "Token", "Word", "Key",
+                    "Level", "Mode", "Field", "Name", "Code", "Amount", "Count", "Score", "Tag", "Choice")
+USER_MODULES = ("__main__", "app.models", "models", "enums", "constants", "myproject.types", "core.fields",
+                "settings", "api.schemas", "utils")
 MUTABLE = frozenset({"list", "dict", "set", "deque", "bytearray", "OrderedDict", "Counter", "defaultdict"})
 NON_ASCII = "é"  # put before a string's first letter: a letter that no ASCII-only rule matches
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
@@ -143,6 +153,7 @@ class Replay:
     timed_out: bool
     output_tail: str
     state: dict | None = None  # the package's state, as the driver read it (fd_calls.package_state)
+    spent: dict[int, list[float]] = field(default_factory=dict)  # per program: seconds each step took (not compared)
 
     @property
     def deadline(self) -> bool:
@@ -175,7 +186,7 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
         text = read_output(Path(out) / RESULTS, RESULTS_BYTES_PER_STEP * steps + 64 * len(programs)
                            + STATE_BYTES + 4096) or ""
         sb.outdir = None
-    state = None
+    state, spent = None, {}
     for line in text.splitlines():
         try:
             index, obs = json.loads(line)
@@ -186,7 +197,9 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
             observations[index] = obs
         elif index == "state" and state is None and isinstance(obs, dict):
             state = obs
-    return Replay(observations, result.returncode, result.timed_out, result.output[-2000:], state)
+        elif index == "spent" and isinstance(obs, list) and len(obs) == 2 and isinstance(obs[1], list):
+            spent.setdefault(obs[0], obs[1])
+    return Replay(observations, result.returncode, result.timed_out, result.output[-2000:], state, spent)
 
 
 # ------------------------------------------------------------------------------------------- build time
@@ -686,6 +699,100 @@ def types(programs: list[dict], targets: list[list[str]], limit: int = TYPES) ->
     return made
 
 
+def _plain_items(enc) -> bool:
+    """Whether an encoding holds only plain data: nothing that a program's step refers to or the driver feeds."""
+    text = json.dumps(enc)
+    return not any(f'"{tag}"' in text for tag in ("slot", "given", "callback", "stream", "ref", "times", "sub"))
+
+
+def _draw(key: str) -> random.Random:
+    """A generator fixed by `key`: a program's drawn sizes and names are the same wherever it is made again."""
+    return random.Random(hashlib.sha256(key.encode()).digest())
+
+
+def _each_call_argument(programs: list[dict], targets: list[list[str]], found) -> list[tuple]:
+    """(steps, step, key, value, read) for each call of a deleted definition, each argument, and each `value` that
+    `found(argument)` gives for it: each function's first, then each argument's, then the rest."""
+    options = []
+    for p in programs:
+        steps, expect = p["steps"], p.get("expect") or []
+        for j, step in enumerate(steps):
+            if not _deleted(step, targets) or j in _slots(steps[j + 1:], "given"):
+                continue
+            read = j in _slots(steps[j + 1: j + 1 + VARIANT_TAIL]) or j < len(expect) and _an_iterator(expect[j])
+            for key, arg in _arguments(step):
+                if isinstance(arg, list) and len(arg) == 2:
+                    options += [(steps, j, key, value, read) for value in found(arg, json.dumps(steps[j]))]
+    by_function, by_argument, firsts, seconds, rest = set(), set(), [], [], []
+    for option in options:
+        callee = _callee(option[0][option[1]])
+        (firsts if callee not in by_function else seconds if (callee, option[2]) not in by_argument else rest) \
+            .append(option)
+        by_function.add(callee)
+        by_argument.add((callee, option[2]))
+    return firsts + seconds + rest
+
+
+def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) -> list[dict]:
+    """Programs that hand a call of a deleted definition one of its recorded inputs (a list, tuple, text, bytes or
+    range) at a size no recorded step can hold: its items again to one size drawn from each of `SIZE_PARTS`, as
+    `["times", [input, k]]`, which the driver decodes into k copies (a recorded step holds at most a few hundred
+    items: `fd_calls.MAX_STEP_BYTES`). Code that refused every input past 1,000 items was paid on 60 of 62 tasks (red
+    team 20, Z20), and code that recurses per item breaks there. Marked `quick`: the builder keeps only those whose
+    step gold answers within `QUICK_S`, so that no deadline decides a grading."""
+    def found(arg, key):
+        tag, value = arg
+        n = value[1] - value[0] if tag == "range" and len(value) == 3 and value[2] == 1 else len(value) \
+            if tag in ("list", "tuple", "str") else len(value) // 2 if tag == "bytes" else 0
+        if not n or tag in ("list", "tuple") and not _plain_items(arg):
+            return []
+        rng = _draw(f"{key}/{json.dumps(arg)}")
+        out = []
+        for low, high in SIZE_PARTS:
+            size = int(math.exp(rng.uniform(math.log(low), math.log(high))))
+            out.append(["range", [value[0], value[0] + size, 1]] if tag == "range" else ["times", [arg, -(-size // n)]])
+        return out
+
+    made = []
+    for steps, j, key, value, read in _each_call_argument(programs, targets, found)[:limit]:
+        program = copy.deepcopy(steps[: j + 1])
+        _hand(program[j], key, value)
+        made.append({"steps": program + _reads(j, FORM_READS if read else 0), "quick": True})
+    return made
+
+
+def _subclass_of(enc, rng: random.Random, how: str) -> list | None:
+    """An encoded str, int or float (never a bool) as an instance of a user's subclass (`fd_calls._subclassed`)."""
+    if not isinstance(enc, list) or len(enc) != 2 or enc[0] not in ("str", "int", "float") \
+            or how == "enum" and enc[0] == "float":
+        return None
+    return ["sub", [how, rng.choice(USER_CLASS_NAMES), rng.choice(USER_MODULES), enc]]
+
+
+def subclasses(programs: list[dict], targets: list[list[str]], limit: int = SUBCLASSES) -> list[dict]:
+    """Programs that hand a call of a deleted definition a recorded text or number as an instance of a subclass a
+    user's code defines: an `enum.StrEnum` or `IntEnum` member, a plain subclass (a `Markup`-like string), the
+    items of a recorded list or tuple each as one, and those items as one subclassed text (`frequencies` of a
+    `Markup`); names and modules drawn per program (`USER_CLASS_NAMES`,
+    `USER_MODULES`). The checks handed exact builtin types only, and code that refused every subclass was paid on 61
+    of 62 tasks (red team 20, Y20)."""
+    def found(arg, key):
+        rng = _draw(f"{key}/{json.dumps(arg)}")
+        out = [_subclass_of(arg, rng, how) for how in ("enum", "plain")]
+        if arg[0] in ("list", "tuple") and any(_subclass_of(i, rng, "plain") for i in arg[1]) and _plain_items(arg):
+            out.append([arg[0], [_subclass_of(i, rng, "plain") or i for i in arg[1]]])
+            if all(isinstance(i, list) and i[0] in ("str", "int") for i in arg[1]):  # its items as text, as `types`
+                out.append(_subclass_of(["str", "".join(str(i[1]) for i in arg[1])], rng, "plain"))
+        return [o for o in out if o is not None]
+
+    made = []
+    for steps, j, key, value, read in _each_call_argument(programs, targets, found)[:limit]:
+        program = copy.deepcopy(steps[: j + 1])
+        _hand(program[j], key, value)
+        made.append({"steps": program + _reads(j, FORM_READS if read else 0)})
+    return made
+
+
 def _holds_container(enc, depth: int = 0) -> bool:
     """Whether an encoded value is or holds (3 levels down, as the driver's `spoil` looks) a mutable container."""
     if not isinstance(enc, list) or len(enc) != 2 or depth > 3:
@@ -796,7 +903,7 @@ def _other_forms(programs: list[dict], row: TaskRow) -> list[dict]:
     as callers also do (`aliases`, `reentries`): checks, but no held-out ones (kind "form")."""
     targets = targets_of(row)
     return forms(programs, targets=targets) + types(programs, targets) + aliases(programs, targets) \
-        + reentries(programs, targets)
+        + reentries(programs, targets) + sizes(programs, targets) + subclasses(programs, targets)
 
 
 def _asks_nothing(program: dict, expect: list) -> bool:
@@ -1053,7 +1160,7 @@ def _candidates(row: TaskRow, runner: Path | None, limits: Limits, gold_root: Pa
     for index, program in enumerate(programs):
         g, b = first.observations[index], broken.observations[index]
         n = _settled(g, again.observations[index])
-        if n == 0:
+        if n == 0 or program.get("quick") and max(first.spent.get(index) or [QUICK_S + 1]) > QUICK_S:
             continue
         expect = g[:n]
         if _asks_nothing(program, expect):

@@ -870,6 +870,65 @@ def test_types_hand_a_deleted_function_every_everyday_type(tiny_tasks, tmp_path)
     assert got[0][:2] == ["raises", "builtins.NotImplementedError"], got
 
 
+def test_sizes_hand_a_recorded_input_at_sizes_no_recorded_step_holds(tiny_tasks, tmp_path):
+    """Red team 20, Z20: gold with a guard that raises the stub's error for any argument past 1,000 items was paid on
+    60 of 62 tasks: a recorded step holds a few hundred items at most. `sizes` hands each deleted function's recorded
+    sequences again at one size drawn from each part of `SIZE_PARTS` (the driver repeats their items), keeps a program
+    only where gold answers quickly (`quick`), and the replay tells the guard from gold."""
+    from feature_deletion.behaviour import SIZE_PARTS, sizes
+
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "args": [["list", [["int", 1], ["int", 2]]], ["str", "ab"]],
+         "kwargs": []}
+    made = sizes([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
+    assert made and all(p["quick"] and p["steps"][0]["fn"][2] == "g" for p in made), made
+    handed = [(key, arg) for p in made for key, arg in enumerate(p["steps"][0]["args"]) if arg[0] == "times"]
+    lengths = sorted((key, len(arg[1][0][1]) * arg[1][1]) for key, arg in handed)  # two items, two characters
+    assert [k for k, _ in lengths] == [0, 0, 1, 1], made  # each sequence at one size of each part
+    for (_, n), (low, high) in zip(lengths[:2], SIZE_PARTS):
+        assert low <= n <= high + 2, lengths
+    assert made == sizes([{"steps": [g]}], [["fdcalc", "g", "def"]])  # drawn from the step: made again alike
+
+    gold = "def g(xs, text=''):\n    return [len(xs), sum(xs), len(text), text[-3:]]\n"
+    wrong = gold.replace("    return", "    if len(xs) > 1000 or len(text) > 1000:\n        raise NotImplementedError\n"
+                                      "    return")
+    for program in made:
+        want = _observed(tiny_tasks, tmp_path, gold, program["steps"]).observations[0]
+        got = _observed(tiny_tasks, tmp_path, wrong, program["steps"]).observations[0]
+        arg = program["steps"][0]["args"]
+        n = arg[0][1][1] * 2 if arg[0][0] == "times" else 2
+        assert want[0][0] == "ok" and want[0][1][1][:2] == [["int", n], ["int", 3 * n // 2]], want
+        assert got[0][:2] == ["raises", "builtins.NotImplementedError"], got
+
+
+def test_subclasses_hand_text_and_numbers_as_a_users_subclass(tiny_tasks, tmp_path):
+    """Red team 20, Y20: gold with a guard that raises the stub's error for a `str`/`int`/`float` of a subclass (a
+    `StrEnum` member, a `Markup`) was paid on 61 of 62 tasks. `subclasses` hands them as an enum member, a plain
+    subclass, a list of subclassed items and those items as subclassed text; what gold answers with such an object
+    names its class as the program drew it."""
+    from feature_deletion.behaviour import USER_CLASS_NAMES, USER_MODULES, subclasses
+
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "args": [["str", "ab"], ["list", [["int", 1], ["int", 2]]]],
+         "kwargs": []}
+    made = subclasses([{"steps": [g]}], [["fdcalc", "g", "def"]])
+    handed = [a for p in made for a in p["steps"][0]["args"] if "sub" in json.dumps(a)]
+    assert {a[1][0] for a in handed if a[0] == "sub"} == {"enum", "plain"}, handed
+    assert any(a[0] == "list" and all(i[0] == "sub" for i in a[1]) for a in handed), handed
+    assert ["sub", ["plain"]] in [[a[0], a[1][:1]] for a in handed if a[0] == "sub" and a[1][3] == ["str", "12"]]
+    assert all(a[1][1] in USER_CLASS_NAMES and a[1][2] in USER_MODULES for a in handed if a[0] == "sub")
+
+    gold = "def g(word, xs=()):\n    return [word, word * 2, [x + 1 for x in xs]]\n"
+    wrong = gold.replace("    return", "    if any(type(x) not in (str, int, list) for x in [word, xs, *xs]):\n"
+                                      "        raise NotImplementedError\n    return")
+    enum_text = next(p for p in made if p["steps"][0]["args"][0][:1] == ["sub"] and p["steps"][0]["args"][0][1][0] == "enum")
+    name, module = enum_text["steps"][0]["args"][0][1][1:3]
+    want = _observed(tiny_tasks, tmp_path, gold, enum_text["steps"]).observations[0]
+    assert want[0][:2] == ["ok", ["list", [["handle", 0, f"{module}.{name}"], ["str", "abab"],
+                                     ["list", [["int", 2], ["int", 3]]]]]], want
+    for program in made:
+        got = _observed(tiny_tasks, tmp_path, wrong, program["steps"]).observations[0]
+        assert got[0][:2] == ["raises", "builtins.NotImplementedError"], (program, got)
+
+
 def test_aliases_add_to_an_answer_and_ask_again(tiny_tasks, tmp_path):
     """Red team 14, M14: toolz `frequencies` handing back one module-level `{}` for every empty input, equal to gold's
     at every step and never changed by the replay. `aliases` adds an item to what a deleted function answered (the

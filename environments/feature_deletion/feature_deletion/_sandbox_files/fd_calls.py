@@ -62,6 +62,7 @@ MAX_INNER = 60  # one-step programs from the deleted functions' own nested calls
 MAX_TABLE = 500  # answers kept per callback
 MAX_STREAM = 2000  # items kept per stream
 MAX_ITEMS = 5000  # elements of one container
+MAX_OBSERVED_ITEMS = 100_000  # of one container a step answered or changed: a large input's answer is large too
 MAX_STR = 100_000
 MAX_DEPTH = 40
 MAX_OBSERVATION = 1000  # characters: a longer observation is compared by its SHA-256
@@ -125,8 +126,9 @@ def ref_of(obj):
 _REDUCIBLE = ("functools.partial", "operator.itemgetter", "operator.attrgetter", "operator.methodcaller")
 
 
-def encode(x, other, depth=0):
-    """A tagged JSON form that keeps exact types; `other(x, depth)` encodes what is not plain data."""
+def encode(x, other, depth=0, items=MAX_ITEMS):
+    """A tagged JSON form that keeps exact types; `other(x, depth)` encodes what is not plain data; a container of
+    more than `items` elements is none."""
     if depth > MAX_DEPTH:
         raise Unrecordable("nested too deep")
     t = type(x)
@@ -151,21 +153,21 @@ def encode(x, other, depth=0):
             raise Unrecordable("bytes too long")
         return [t.__name__, x.hex()]
     if t in (list, tuple, set, frozenset, collections.deque):
-        if len(x) > MAX_ITEMS:
+        if len(x) > items:
             raise Unrecordable("container too long")
-        items = [encode(i, other, depth + 1) for i in x]
+        out = [encode(i, other, depth + 1, items) for i in x]
         if t in (set, frozenset):
-            items.sort(key=json.dumps)
+            out.sort(key=json.dumps)
         if t is collections.deque:
-            return ["deque", [items, x.maxlen]]
-        return [t.__name__, items]
+            return ["deque", [out, x.maxlen]]
+        return [t.__name__, out]
     if t in (dict, collections.OrderedDict, collections.Counter, collections.defaultdict):
-        if len(x) > MAX_ITEMS:
+        if len(x) > items:
             raise Unrecordable("container too long")
-        items = [[encode(k, other, depth + 1), encode(v, other, depth + 1)] for k, v in x.items()]
+        out = [[encode(k, other, depth + 1, items), encode(v, other, depth + 1, items)] for k, v in x.items()]
         if t is collections.defaultdict:
-            return ["defaultdict", [encode(x.default_factory, other, depth + 1), items]]
-        return [t.__name__, items]
+            return ["defaultdict", [encode(x.default_factory, other, depth + 1), out]]
+        return [t.__name__, out]
     if t is range:
         return ["range", [x.start, x.stop, x.step]]
     if t is slice:
@@ -260,6 +262,13 @@ def decode(x, other):
         return out
     if tag == "range":
         return range(*v)
+    if tag == "times":  # a sequence handed at a size no recorded step holds: `enc`'s items k times, each decoded anew
+        enc, k = v
+        if enc[0] in ("str", "bytes"):
+            return decode(enc, other) * k
+        return {"list": list, "tuple": tuple}[enc[0]](i for _ in range(k) for i in decode(enc, other))
+    if tag == "sub":
+        return _subclassed(*v[:3], decode(v[3], other))
     if tag == "slice":
         return slice(*(decode(i, other) for i in v))
     if tag == "ellipsis":
@@ -293,6 +302,24 @@ def decode(x, other):
     if tag == "ref":
         return resolve(v, x[2])
     return other(tag, v, x)
+
+
+_USER_CLASSES = {}
+
+
+def _subclassed(how, name, module, value):
+    """`value` (text or a number) as an instance of a class a user's code defines on its type: an `enum.StrEnum` or
+    `IntEnum` member (`how` "enum") or a plain subclass, the class named `name` in a module named `module` (never
+    loaded: the kinds an observation names are the program's). Made once per process and name."""
+    key = (how, type(value), name, module, value if how == "enum" else None)
+    if key not in _USER_CLASSES:
+        if how == "enum":
+            kind = enum.StrEnum if type(value) is str else enum.IntEnum
+            _USER_CLASSES[key] = kind(name, [("MEMBER", value)], module=module, qualname=name).MEMBER
+        else:
+            _USER_CLASSES[key] = type(name, (type(value),), {"__module__": module, "__qualname__": name})
+    made = _USER_CLASSES[key]
+    return made if how == "enum" else made(value)
 
 
 def _untz(v):
@@ -1014,7 +1041,7 @@ class Driver:
         return ["handle", self.seen[key], kind]
 
     def observe(self, value):
-        enc = encode(value, self.observe_other)
+        enc = encode(value, self.observe_other, items=MAX_OBSERVED_ITEMS)
         text = json.dumps(enc)
         return enc if len(text) <= MAX_OBSERVATION else ["digest", hashlib.sha256(text.encode()).hexdigest()]
 
@@ -1032,15 +1059,16 @@ class Driver:
         # that draws for show) would answer every program's first draw like gold.
         self.program = json.dumps(steps, sort_keys=True)
         random.seed(f"{seed}/{self.program}")
-        out = []
+        out, self.spent = [], []  # seconds each step took: the builder keeps only quick steps of large inputs
         for step in steps:
             draw_room()
-            self.clock = (time.monotonic(),)
+            self.clock = started = (time.monotonic(),)
             signal.setitimer(signal.ITIMER_PROF, STEP_S + STEP_SLACK_S + PROF_SLACK_S)
             try:
                 obs, result, ok = self.step(step)
             finally:
                 signal.setitimer(signal.ITIMER_PROF, 0)
+                self.spent.append(round(time.monotonic() - started[0], 3))
                 self.clock = None
             out.append(obs)
             self.slots.append(result)
@@ -1703,6 +1731,7 @@ def main():
     for index, program in enumerate(programs):
         observations = driver.run(program["steps"], int(os.environ.get("FD_SEED", "0")))
         done.append(json.dumps([index, observations]))
+        done.append(json.dumps(["spent", [index, driver.spent]]))
         if root:
             driver.clock = (time.monotonic(),)
             state["objects"].update(public_attributes(driver.slots, root, str(index)))

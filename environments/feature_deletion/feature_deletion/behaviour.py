@@ -670,28 +670,10 @@ def types(programs: list[dict], targets: list[list[str]], limit: int = TYPES) ->
     47 of 51 tasks (red team 13, X13s); gold's answer is the check, a raised exception too (the stub's differs). The
     program ends at the step, then reads `FORM_READS` items where its program read what the step answered or that
     is an iterator (a generator refuses at its first item)."""
-    options = []
-    for p in programs:
-        steps, expect = p["steps"], p.get("expect") or []
-        for j, step in enumerate(steps):
-            if not _deleted(step, targets) or j in _slots(steps[j + 1:], "given"):
-                continue
-            read = j in _slots(steps[j + 1: j + 1 + VARIANT_TAIL]) or j < len(expect) and _an_iterator(expect[j])
-            for key, arg in _arguments(step):
-                if isinstance(arg, list) and len(arg) == 2:
-                    options += [(steps, j, key, value, read) for value in _everyday(arg) if value[0] != arg[0]]
-    by_function, by_argument, firsts, seconds = set(), set(), [], []
-    for option in options:
-        steps, j, key, value, _ = option
-        callee = _callee(steps[j])
-        if (callee, value[0]) not in by_function:
-            firsts.append(option)
-        elif (callee, key, value[0]) not in by_argument:
-            seconds.append(option)
-        by_function.add((callee, value[0]))
-        by_argument.add((callee, key, value[0]))
+    found = _each_call_argument(programs, targets, lambda arg, _: [v for v in _everyday(arg) if v[0] != arg[0]],
+                                kind=lambda value: value[0], rest=False)
     made = []
-    for steps, j, key, value, read in (firsts + seconds)[:limit]:
+    for steps, j, key, value, read in found[:limit]:
         program = copy.deepcopy(steps[: j + 1])
         _hand(program[j], key, value)
         program += _reads(j, FORM_READS if read else 0)
@@ -710,9 +692,11 @@ def _draw(key: str) -> random.Random:
     return random.Random(hashlib.sha256(key.encode()).digest())
 
 
-def _each_call_argument(programs: list[dict], targets: list[list[str]], found) -> list[tuple]:
+def _each_call_argument(programs: list[dict], targets: list[list[str]], found, kind=lambda value: None,
+                        rest: bool = True) -> list[tuple]:
     """(steps, step, key, value, read) for each call of a deleted definition, each argument, and each `value` that
-    `found(argument)` gives for it: each function's first, then each argument's, then the rest."""
+    `found(argument, the step's JSON)` gives for it: each function's first of each `kind` of value, then each
+    argument's, then (with `rest`) the others; `read`: whether the program reads what the step answered."""
     options = []
     for p in programs:
         steps, expect = p["steps"], p.get("expect") or []
@@ -723,14 +707,14 @@ def _each_call_argument(programs: list[dict], targets: list[list[str]], found) -
             for key, arg in _arguments(step):
                 if isinstance(arg, list) and len(arg) == 2:
                     options += [(steps, j, key, value, read) for value in found(arg, json.dumps(steps[j]))]
-    by_function, by_argument, firsts, seconds, rest = set(), set(), [], [], []
+    by_function, by_argument, firsts, seconds, others = set(), set(), [], [], []
     for option in options:
-        callee = _callee(option[0][option[1]])
-        (firsts if callee not in by_function else seconds if (callee, option[2]) not in by_argument else rest) \
-            .append(option)
-        by_function.add(callee)
-        by_argument.add((callee, option[2]))
-    return firsts + seconds + rest
+        callee, of = _callee(option[0][option[1]]), kind(option[3])
+        (firsts if (callee, of) not in by_function else seconds if (callee, option[2], of) not in by_argument
+         else others).append(option)
+        by_function.add((callee, of))
+        by_argument.add((callee, option[2], of))
+    return firsts + seconds + (others if rest else [])
 
 
 def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) -> list[dict]:

@@ -32,7 +32,6 @@ import datetime
 import hashlib
 import itertools
 import json
-import math
 import random
 import re
 import shutil
@@ -43,7 +42,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from feature_deletion.fstree import remove_tree, temporary_directory
-from feature_deletion.sandbox import Limits, Sandbox, Traits, draw_traits, read_output
+from feature_deletion.sandbox import Limits, Sandbox, Traits, draw_traits, log_uniform, read_output
 from feature_deletion.scope import PURE_MODULES
 from feature_deletion.task import CheckProgram, Checks, TaskRow, apply_files, is_test_path, materialize
 
@@ -672,13 +671,7 @@ def types(programs: list[dict], targets: list[list[str]], limit: int = TYPES) ->
     is an iterator (a generator refuses at its first item)."""
     found = _each_call_argument(programs, targets, lambda arg, _: [v for v in _everyday(arg) if v[0] != arg[0]],
                                 kind=lambda value: value[0], rest=False)
-    made = []
-    for steps, j, key, value, read in found[:limit]:
-        program = copy.deepcopy(steps[: j + 1])
-        _hand(program[j], key, value)
-        program += _reads(j, FORM_READS if read else 0)
-        made.append({"steps": program})
-    return made
+    return [{"steps": _handed(*option)} for option in found[:limit]]
 
 
 def _plain_items(enc) -> bool:
@@ -717,6 +710,14 @@ def _each_call_argument(programs: list[dict], targets: list[list[str]], found, k
     return firsts + seconds + (others if rest else [])
 
 
+def _handed(steps: list[dict], j: int, key: int | str, value, read: bool) -> list[dict]:
+    """The steps up to step `j`, which is handed `value` as its argument `key` (an option of `_each_call_argument`),
+    then `FORM_READS` items of what it answered where the program read that."""
+    program = copy.deepcopy(steps[: j + 1])
+    _hand(program[j], key, value)
+    return program + _reads(j, FORM_READS if read else 0)
+
+
 def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) -> list[dict]:
     """Programs that hand a call of a deleted definition one of its recorded inputs (a list, tuple, text, bytes or
     range) at a size no recorded step can hold: its items again to one size drawn from each of `SIZE_PARTS`, as
@@ -731,18 +732,12 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
         if not n or tag in ("list", "tuple") and not _plain_items(arg):
             return []
         rng = _draw(f"{key}/{json.dumps(arg)}")
-        out = []
-        for low, high in SIZE_PARTS:
-            size = int(math.exp(rng.uniform(math.log(low), math.log(high))))
-            out.append(["range", [value[0], value[0] + size, 1]] if tag == "range" else ["times", [arg, -(-size // n)]])
-        return out
+        drawn = [log_uniform(low, high, rng.random) for low, high in SIZE_PARTS]
+        return [["range", [value[0], value[0] + size, 1]] if tag == "range" else ["times", [arg, -(-size // n)]]
+                for size in drawn]
 
-    made = []
-    for steps, j, key, value, read in _each_call_argument(programs, targets, found)[:limit]:
-        program = copy.deepcopy(steps[: j + 1])
-        _hand(program[j], key, value)
-        made.append({"steps": program + _reads(j, FORM_READS if read else 0), "quick": True})
-    return made
+    return [{"steps": _handed(*option), "quick": True}
+            for option in _each_call_argument(programs, targets, found)[:limit]]
 
 
 def _subclass_of(enc, rng: random.Random, how: str) -> list | None:
@@ -757,9 +752,8 @@ def subclasses(programs: list[dict], targets: list[list[str]], limit: int = SUBC
     """Programs that hand a call of a deleted definition a recorded text or number as an instance of a subclass a
     user's code defines: an `enum.StrEnum` or `IntEnum` member, a plain subclass (a `Markup`-like string), the
     items of a recorded list or tuple each as one, and those items as one subclassed text (`frequencies` of a
-    `Markup`); names and modules drawn per program (`USER_CLASS_NAMES`,
-    `USER_MODULES`). The checks handed exact builtin types only, and code that refused every subclass was paid on 61
-    of 62 tasks (red team 20, Y20)."""
+    `Markup`); names and modules drawn per program (`USER_CLASS_NAMES`, `USER_MODULES`). The checks handed exact
+    builtin types only, and code that refused every subclass was paid on 61 of 62 tasks (red team 20, Y20)."""
     def found(arg, key):
         rng = _draw(f"{key}/{json.dumps(arg)}")
         out = [_subclass_of(arg, rng, how) for how in ("enum", "plain")]
@@ -769,12 +763,7 @@ def subclasses(programs: list[dict], targets: list[list[str]], limit: int = SUBC
                 out.append(_subclass_of(["str", "".join(str(i[1]) for i in arg[1])], rng, "plain"))
         return [o for o in out if o is not None]
 
-    made = []
-    for steps, j, key, value, read in _each_call_argument(programs, targets, found)[:limit]:
-        program = copy.deepcopy(steps[: j + 1])
-        _hand(program[j], key, value)
-        made.append({"steps": program + _reads(j, FORM_READS if read else 0)})
-    return made
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 
 
 def _holds_container(enc, depth: int = 0) -> bool:

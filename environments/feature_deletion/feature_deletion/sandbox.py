@@ -154,9 +154,11 @@ class Traits:
         return ", ".join(parts) or "as drawn for every command"
 
 
-def log_uniform(low: int, high: int) -> int:
-    """An int from `low` to `high`, its logarithm drawn uniformly: every order of magnitude as likely as another."""
-    return min(high, int(math.exp(math.log(low) + (math.log(high) - math.log(low)) * secrets.randbelow(2**32) / 2**32)))
+def log_uniform(low: int, high: int, uniform=None) -> int:
+    """An int from `low` to `high`, its logarithm drawn uniformly: every order of magnitude as likely as another.
+    `uniform()`: a float in [0, 1) from a generator of the caller's (a build's, fixed by its seed); else a secret."""
+    u = uniform() if uniform is not None else secrets.randbelow(2**32) / 2**32
+    return min(high, int(math.exp(math.log(low) + (math.log(high) - math.log(low)) * u)))
 
 
 def draw_seed() -> int:
@@ -171,13 +173,10 @@ def draw_traits() -> tuple[Traits, Traits]:
     way a rebuild tells a user's process from the grader's by one trait, one of the two has the user's side. A
     threshold on the clocks at a month is found on either side; a window within one part is found as often as users'
     machines fall in it."""
-    def uptime(part: int) -> int:
-        return log_uniform(*UPTIMES_S[part])
-
     sides = {name: secrets.randbelow(2) for name in ("seed", "optimize", "clock", *Traits.FORMS, "deep")}
     level = 1 + secrets.randbelow(2)
     return tuple(Traits(hash_seed=0 if sides["seed"] == i else None, optimize=level * (sides["optimize"] == i),
-                        uptime_s=uptime(sides["clock"] ^ i), deep=sides["deep"] == i,
+                        uptime_s=log_uniform(*UPTIMES_S[sides["clock"] ^ i]), deep=sides["deep"] == i,
                         **{name: sides[name] == i for name in Traits.FORMS})
                  for i in (0, 1))  # type: ignore[return-value]
 

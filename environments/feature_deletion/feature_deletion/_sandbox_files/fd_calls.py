@@ -1062,13 +1062,14 @@ class Driver:
         out, self.spent = [], []  # seconds each step took: the builder keeps only quick steps of large inputs
         for step in steps:
             draw_room()
-            self.clock = started = (time.monotonic(),)
+            started = time.monotonic()
+            self.clock = (started,)
             signal.setitimer(signal.ITIMER_PROF, STEP_S + STEP_SLACK_S + PROF_SLACK_S)
             try:
                 obs, result, ok = self.step(step)
             finally:
                 signal.setitimer(signal.ITIMER_PROF, 0)
-                self.spent.append(round(time.monotonic() - started[0], 3))
+                self.spent.append(round(time.monotonic() - started, 3))
                 self.clock = None
             out.append(obs)
             self.slots.append(result)

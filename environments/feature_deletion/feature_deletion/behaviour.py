@@ -85,11 +85,12 @@ FORM_READS = 8  # items read of an iterator a step answered that its program did
 TYPES = 40  # programs that hand a deleted definition a recorded input as another everyday type (`types`)
 ALIASES = 16  # programs that add to a container a deleted definition answered, then ask again (`aliases`)
 REENTRIES = 12  # programs whose callback calls a deleted definition itself (`reentries`)
-SIZES = 8  # programs that hand a deleted definition a recorded input at a size no recorded step holds (`sizes`)
+SIZES = 24  # programs that hand a deleted definition a recorded input at a size no recorded step holds (`sizes`)
 SIZE_PARTS = ((1_001, 4_000), (4_000, 40_000))  # items or characters, drawn log-uniformly within each part
 QUICK_S = 0.3  # seconds gold's step of a large input may take where it is answered: a tenth of the step's deadline
-SUBCLASSES = 16  # programs that hand text or a number as an instance of a user's subclass (`subclasses`)
-# Names users give their subclasses of str/int/float and the modules they live in, drawn per program
+SUBCLASSES = 24  # programs that hand a recorded value as an instance of a user's subclass of its type (`subclasses`)
+OBJECT_SUBCLASSES = 8  # programs whose objects of a class with deleted code are of a user's subclass of it
+# Names users give their subclasses and the modules they live in, drawn per program
 USER_CLASS_NAMES = ("Color", "Status", "Kind", "Label", "Unit", "Markup", "SafeString", "Token", "Word", "Key",
                     "Level", "Mode", "Field", "Name", "Code", "Amount", "Count", "Score", "Tag", "Choice")
 USER_MODULES = ("__main__", "app.models", "models", "enums", "constants", "myproject.types", "core.fields",
@@ -677,7 +678,7 @@ def types(programs: list[dict], targets: list[list[str]], limit: int = TYPES) ->
 def _plain_items(enc) -> bool:
     """Whether an encoding holds only plain data: nothing that a program's step refers to or the driver feeds."""
     text = json.dumps(enc)
-    return not any(f'"{tag}"' in text for tag in ("slot", "given", "callback", "stream", "ref", "times", "sub"))
+    return not any(f'"{tag}"' in text for tag in ("slot", "given", "callback", "stream", "ref", "grown", "sub"))
 
 
 def _draw(key: str) -> random.Random:
@@ -689,17 +690,21 @@ def _each_call_argument(programs: list[dict], targets: list[list[str]], found, k
                         rest: bool = True) -> list[tuple]:
     """(steps, step, key, value, read) for each call of a deleted definition, each argument, and each `value` that
     `found(argument, the step's JSON)` gives for it: each function's first of each `kind` of value, then each
-    argument's, then (with `rest`) the others; `read`: whether the program reads what the step answered."""
-    options = []
+    argument's, then (with `rest`) the others; `read`: whether the program reads what the step answered. Where no
+    call of a deleted definition gives one (a deleted class that only the package's own code makes: cachetools'
+    `TTLCache._Link`, red teams 20-21), each call the programs make, which reach it."""
+    options, reaching = [], []
     for p in programs:
         steps, expect = p["steps"], p.get("expect") or []
         for j, step in enumerate(steps):
-            if not _deleted(step, targets) or j in _slots(steps[j + 1:], "given"):
+            if j in _slots(steps[j + 1:], "given"):
                 continue
             read = j in _slots(steps[j + 1: j + 1 + VARIANT_TAIL]) or j < len(expect) and _an_iterator(expect[j])
             for key, arg in _arguments(step):
                 if isinstance(arg, list) and len(arg) == 2:
-                    options += [(steps, j, key, value, read) for value in found(arg, json.dumps(steps[j]))]
+                    (options if _deleted(step, targets) else reaching).extend(
+                        (steps, j, key, value, read) for value in found(arg, json.dumps(steps[j])))
+    options = options or reaching
     by_function, by_argument, firsts, seconds, others = set(), set(), [], [], []
     for option in options:
         callee, of = _callee(option[0][option[1]]), kind(option[3])
@@ -718,52 +723,117 @@ def _handed(steps: list[dict], j: int, key: int | str, value, read: bool) -> lis
     return program + _reads(j, FORM_READS if read else 0)
 
 
+GROWN_HOWS = {"list": ("copies", "drawn", "fresh", "sorted"), "tuple": ("copies", "drawn", "fresh", "sorted"),
+              "str": ("copies", "drawn", "fresh"), "bytes": ("copies", "drawn", "fresh")}
+GROWN_HOWS.update(dict.fromkeys(("set", "frozenset", "dict", "OrderedDict", "Counter", "defaultdict"), ("fresh",)))
+
+
 def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) -> list[dict]:
-    """Programs that hand a call of a deleted definition one of its recorded inputs (a list, tuple, text, bytes or
-    range) at a size no recorded step can hold: its items again to one size drawn from each of `SIZE_PARTS`, as
-    `["times", [input, k]]`, which the driver decodes into k copies (a recorded step holds at most a few hundred
-    items: `fd_calls.MAX_STEP_BYTES`). Code that refused every input past 1,000 items was paid on 60 of 62 tasks (red
-    team 20, Z20), and code that recurses per item breaks there. Marked `quick`: the builder keeps only those whose
-    step gold answers within `QUICK_S`, so that no deadline decides a grading."""
+    """Programs that hand a call of a deleted definition one of its recorded inputs (text, bytes, a list, tuple,
+    set, frozenset, mapping or range) at a size no recorded step can hold (a recorded step holds at most a few
+    hundred items: `fd_calls.MAX_STEP_BYTES`): one size drawn from each of `SIZE_PARTS` for each way the driver grows
+    it (`fd_calls._grown`, `GROWN_HOWS`): its items as copies, drawn one by one from them, or new (numbers moved,
+    text lengthened) and those sorted; a set or mapping with new keys; a stream's items, as an iterator; a list of
+    numbers also as a set; a number as long text and as a long tuple of numbers (a long key of a cache). Code that refused every input past 1,000 items
+    was paid on 60 of 62 tasks (red team 20, Z20), and then any long input that is not a repetition of a shorter one
+    (red team 21, P21) and any large dict or set (D21); code that recurses per item breaks there. Marked `quick`: the
+    builder keeps only those whose step gold answers within `QUICK_S`, so that no deadline decides a grading."""
     def found(arg, key):
         tag, value = arg
-        n = value[1] - value[0] if tag == "range" and len(value) == 3 and value[2] == 1 else len(value) \
-            if tag in ("list", "tuple", "str") else len(value) // 2 if tag == "bytes" else 0
-        if not n or tag in ("list", "tuple") and not _plain_items(arg):
-            return []
         rng = _draw(f"{key}/{json.dumps(arg)}")
         drawn = [log_uniform(low, high, rng.random) for low, high in SIZE_PARTS]
-        return [["range", [value[0], value[0] + size, 1]] if tag == "range" else ["times", [arg, -(-size // n)]]
-                for size in drawn]
+        if tag == "range":
+            return [["range", [value[0], value[0] + size, 1]] for size in drawn] if len(value) == 3 \
+                and value[2] == 1 else []
+        if tag in ("int", "float"):  # a number as large text and a large tuple of numbers: a long key of a cache
+            return [["grown", ["fresh", grown, size, rng.randrange(1 << 32)]] for size in drawn
+                    for grown in (["str", str(value)], ["tuple", [arg]])]
+        if tag == "stream":  # its items grown, handed as an iterator
+            if not isinstance(value, dict) or not isinstance(value.get("items"), list) or not value["items"] \
+                    or not value.get("end") or not _plain_items(value["items"]):
+                return []
+            return [["grown", [how, arg, size, rng.randrange(1 << 32)]] for size in drawn
+                    for how in ("copies", "drawn", "fresh")]
+        pairs = value[1] if tag == "defaultdict" else value
+        if tag not in GROWN_HOWS or not pairs or not _plain_items(pairs):
+            return []
+        if tag not in ("list", "tuple", "str", "bytes") and not any(  # keys that `_fresh` can make new
+                k[0] in ("int", "float", "str", "tuple") for k in (pairs if tag in ("set", "frozenset")
+                                                                   else [k for k, _ in pairs])):
+            return []
+        out = [["grown", [how, arg, size, rng.randrange(1 << 32)]] for size in drawn for how in GROWN_HOWS[tag]]
+        if tag in ("list", "tuple") and all(i[0] == "int" for i in value):
+            # as a large set too: a set of numbers iterates in one order in every process, unlike one of text
+            out += [["grown", ["fresh", ["set", value], size, rng.randrange(1 << 32)]] for size in drawn]
+        return out
+
+    def kind(value):
+        return "range" if value[0] == "range" else (value[1][1][0], value[1][0], value[1][2] > SIZE_PARTS[0][1])
 
     return [{"steps": _handed(*option), "quick": True}
-            for option in _each_call_argument(programs, targets, found)[:limit]]
+            for option in _each_call_argument(programs, targets, found, kind)[:limit]]
+
+
+SUBCLASS_HOWS = {"str": ("enum", "plain", "keeps", "slots", "user"), "int": ("enum", "plain", "keeps", "slots"),
+                 "float": ("plain", "keeps", "slots"), "list": ("plain", "keeps", "slots", "user"),
+                 "tuple": ("plain", "keeps", "namedtuple"), "dict": ("plain", "keeps", "user"),
+                 "set": ("plain", "keeps"), "frozenset": ("plain", "keeps"), "bytes": ("plain", "keeps")}
 
 
 def _subclass_of(enc, rng: random.Random, how: str) -> list | None:
-    """An encoded str, int or float (never a bool) as an instance of a user's subclass (`fd_calls._subclassed`)."""
-    if not isinstance(enc, list) or len(enc) != 2 or enc[0] not in ("str", "int", "float") \
-            or how == "enum" and enc[0] == "float":
+    """An encoded value as an instance of a user's subclass of its type made `how` (`fd_calls._subclassed`,
+    `SUBCLASS_HOWS`), or None where its type has no such kind (a bool, an enum of floats)."""
+    if not isinstance(enc, list) or len(enc) != 2 or how not in SUBCLASS_HOWS.get(enc[0], ()):
         return None
     return ["sub", [how, rng.choice(USER_CLASS_NAMES), rng.choice(USER_MODULES), enc]]
 
 
 def subclasses(programs: list[dict], targets: list[list[str]], limit: int = SUBCLASSES) -> list[dict]:
-    """Programs that hand a call of a deleted definition a recorded text or number as an instance of a subclass a
-    user's code defines: an `enum.StrEnum` or `IntEnum` member, a plain subclass (a `Markup`-like string), the
-    items of a recorded list or tuple each as one, and those items as one subclassed text (`frequencies` of a
-    `Markup`); names and modules drawn per program (`USER_CLASS_NAMES`, `USER_MODULES`). The checks handed exact
-    builtin types only, and code that refused every subclass was paid on 61 of 62 tasks (red team 20, Y20)."""
+    """Programs that hand a call of a deleted definition a recorded value as an instance of a class a user's code
+    defines on its type (`SUBCLASS_HOWS`): an `enum.StrEnum` or `IntEnum` member, a subclass with an empty body,
+    with `__slots__`, or whose operators answer its own type (markupsafe's `Markup`, a `Money(int)`), a namedtuple,
+    a `collections.UserString`/`UserList`/`UserDict`; a dict also as an `OrderedDict`, `defaultdict` and `Counter`;
+    the items of a recorded list or tuple each as one, and those items as one subclassed text (`frequencies` of a
+    `Markup`); names and modules drawn per program (`USER_CLASS_NAMES`, `USER_MODULES`). Code that refused every
+    subclass of text and numbers was paid on 61 of 62 tasks (red team 20, Y20), then every subclassed container
+    and every subclass whose `+` keeps its type (red team 21, C21 and S21)."""
     def found(arg, key):
         rng = _draw(f"{key}/{json.dumps(arg)}")
-        out = [_subclass_of(arg, rng, how) for how in ("enum", "plain")]
-        if arg[0] in ("list", "tuple") and any(_subclass_of(i, rng, "plain") for i in arg[1]) and _plain_items(arg):
+        out = [_subclass_of(arg, rng, how) for how in SUBCLASS_HOWS.get(arg[0], ())]
+        if arg[0] == "dict" and _plain_items(arg):
+            out += [["OrderedDict", arg[1]], ["Counter", arg[1]], ["defaultdict", [["ref", "builtins", "int"], arg[1]]]]
+        if arg[0] in ("list", "tuple") and _plain_items(arg) and any(i[0] in ("str", "int", "float") for i in arg[1]):
             out.append([arg[0], [_subclass_of(i, rng, "plain") or i for i in arg[1]]])
             if all(isinstance(i, list) and i[0] in ("str", "int") for i in arg[1]):  # its items as text, as `types`
-                out.append(_subclass_of(["str", "".join(str(i[1]) for i in arg[1])], rng, "plain"))
+                out.append(_subclass_of(["str", "".join(str(i[1]) for i in arg[1])], rng, "keeps"))
         return [o for o in out if o is not None]
 
-    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
+    def kind(value):
+        return (value[0], value[1][0]) if value[0] == "sub" else value[0]
+
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
+
+
+def subclassed_objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_SUBCLASSES) -> list[dict]:
+    """Recorded programs whose objects of a class with deleted code are made as a user's subclass of it instead (an
+    empty body, named and placed as `subclasses` draws: `fd_calls._subclassed` "class"), every later step kept:
+    users derive their own caches, mappings and containers from a package's classes, and the tests make the class
+    itself only. Each class once first, the programs with the most steps first."""
+    options = []
+    for p in programs:
+        for j, step in enumerate(p["steps"]):
+            ref = step.get("cls")
+            if step["op"] == "new" and isinstance(ref, list) and ref[:1] == ["ref"] and len(ref) == 3 and any(
+                    t[0] == ref[1] and (t[1] == ref[2] or t[1].startswith(ref[2] + ".")) for t in targets):
+                options.append((-len(p["steps"]), len(options), json.dumps(ref), p["steps"], j))
+    made, seen = [], set()
+    for _, _, cls, steps, j in sorted(options):
+        rng = _draw(f"{cls}/{json.dumps(steps)}")
+        program = copy.deepcopy(steps)
+        program[j]["cls"] = ["sub", ["class", rng.choice(USER_CLASS_NAMES), rng.choice(USER_MODULES), steps[j]["cls"]]]
+        made.append((cls in seen, len(made), {"steps": program}))
+        seen.add(cls)
+    return [program for _, _, program in sorted(made, key=lambda m: m[:2])][:limit]
 
 
 def _holds_container(enc, depth: int = 0) -> bool:
@@ -876,7 +946,8 @@ def _other_forms(programs: list[dict], row: TaskRow) -> list[dict]:
     as callers also do (`aliases`, `reentries`): checks, but no held-out ones (kind "form")."""
     targets = targets_of(row)
     return forms(programs, targets=targets) + types(programs, targets) + aliases(programs, targets) \
-        + reentries(programs, targets) + sizes(programs, targets) + subclasses(programs, targets)
+        + reentries(programs, targets) + sizes(programs, targets) + subclasses(programs, targets) \
+        + subclassed_objects(programs, targets)
 
 
 def _asks_nothing(program: dict, expect: list) -> bool:

@@ -870,63 +870,152 @@ def test_types_hand_a_deleted_function_every_everyday_type(tiny_tasks, tmp_path)
     assert got[0][:2] == ["raises", "builtins.NotImplementedError"], got
 
 
+def _answers(tiny_tasks, tmp_path, source: str, programs: list[dict], every: bool = False) -> list[list]:
+    """Each program's first observation (or, with `every`, all of them), all replayed at once on a package whose
+    module is `source`."""
+    rows, _, _ = tiny_tasks
+    root = tmp_path / str(len(list(tmp_path.iterdir())))
+    root.mkdir()
+    _package(root, source)
+    replay = run_programs(root, _task(rows, "add:body"), ensure_runner(), Limits(), programs, {})
+    assert replay.returncode == 0, replay.output_tail
+    return [o if every else o[0] for o in replay.observations]
+
+
 def test_sizes_hand_a_recorded_input_at_sizes_no_recorded_step_holds(tiny_tasks, tmp_path):
     """Red team 20, Z20: gold with a guard that raises the stub's error for any argument past 1,000 items was paid on
-    60 of 62 tasks: a recorded step holds a few hundred items at most. `sizes` hands each deleted function's recorded
-    sequences again at one size drawn from each part of `SIZE_PARTS` (the driver repeats their items), keeps a program
-    only where gold answers quickly (`quick`), and the replay tells the guard from gold."""
-    from feature_deletion.behaviour import SIZE_PARTS, sizes
+    60 of 62 tasks: a recorded step holds a few hundred items at most. Red team 21 then refused every long input that
+    is not k copies of a shorter one (P21: the fix only repeated), and every large dict or set (D21). `sizes` hands
+    each deleted function's recorded sequences, text, sets and mappings again at one size drawn from each part of
+    `SIZE_PARTS` for each way the driver grows them (copies, drawn items, fresh items, sorted fresh items; new keys),
+    keeps a program only where gold answers quickly (`quick`), and the replay tells each guard from gold."""
+    from feature_deletion.behaviour import GROWN_HOWS, SIZE_PARTS, sizes
 
-    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "args": [["list", [["int", 1], ["int", 2]]], ["str", "ab"]],
-         "kwargs": []}
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
+         "args": [["list", [["int", 1], ["int", 2]]], ["str", "ab cd"], ["dict", [[["str", "k"], ["int", 1]]]]]}
     made = sizes([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
     assert made and all(p["quick"] and p["steps"][0]["fn"][2] == "g" for p in made), made
-    handed = [(key, arg) for p in made for key, arg in enumerate(p["steps"][0]["args"]) if arg[0] == "times"]
-    lengths = sorted((key, len(arg[1][0][1]) * arg[1][1]) for key, arg in handed)  # two items, two characters
-    assert [k for k, _ in lengths] == [0, 0, 1, 1], made  # each sequence at one size of each part
-    for (_, n), (low, high) in zip(lengths[:2], SIZE_PARTS):
-        assert low <= n <= high + 2, lengths
+    handed = [(key, arg[1]) for p in made for key, arg in enumerate(p["steps"][0]["args"]) if arg[0] == "grown"]
+    assert len(made) == len(handed) == 18, made  # one argument grown per program
+    for key, tag in ((0, "list"), (0, "set"), (1, "str"), (2, "dict")):  # a list of numbers as a set too
+        hows = sorted((how, size) for k, (how, enc, size, _) in handed if k == key and enc[0] == tag)
+        assert [h for h, _ in hows] == sorted(GROWN_HOWS[tag] * 2), hows  # each way, at one size of each part
+        for (_, small), (_, large) in zip(hows[::2], hows[1::2]):
+            assert SIZE_PARTS[0][0] <= small <= SIZE_PARTS[0][1] <= large <= SIZE_PARTS[1][1], hows
+    number = sizes([{"steps": [{**g, "args": [["int", 7]]}]}], [["fdcalc", "g", "def"]])
+    assert sorted(p["steps"][0]["args"][0][1][1][0] for p in number) == ["str", "str", "tuple", "tuple"], number
+    stream = ["stream", {"items": [["int", 1], ["int", 2]], "end": True}]
+    streamed = sizes([{"steps": [{**g, "args": [stream]}]}], [["fdcalc", "g", "def"]])
+    assert sorted(p["steps"][0]["args"][0][1][0] for p in streamed) == sorted(["copies", "drawn", "fresh"] * 2)
+    lengths = _answers(tiny_tasks, tmp_path, "def g(xs):\n    return [type(xs).__name__, len(list(xs))]\n", streamed)
+    assert [o[1][1][0] for o in lengths] == [["str", "list_iterator"]] * 6, lengths
+    for program, answer in zip(streamed, lengths):
+        how, _, size, _ = program["steps"][0]["args"][0][1]
+        assert answer[1][1][1][1] == size if how != "copies" else answer[1][1][1][1] >= size, (how, answer)
     assert made == sizes([{"steps": [g]}], [["fdcalc", "g", "def"]])  # drawn from the step: made again alike
 
-    gold = "def g(xs, text=''):\n    return [len(xs), sum(xs), len(text), text[-3:]]\n"
-    wrong = gold.replace("    return", "    if len(xs) > 1000 or len(text) > 1000:\n        raise NotImplementedError\n"
-                                      "    return")
-    for program in made:
-        want = _observed(tiny_tasks, tmp_path, gold, program["steps"]).observations[0]
-        got = _observed(tiny_tasks, tmp_path, wrong, program["steps"]).observations[0]
-        arg = program["steps"][0]["args"]
-        n = arg[0][1][1] * 2 if arg[0][0] == "times" else 2
-        assert want[0][0] == "ok" and want[0][1][1][:2] == [["int", n], ["int", 3 * n // 2]], want
-        assert got[0][:2] == ["raises", "builtins.NotImplementedError"], got
+    gold = "def g(xs, text='', table=None):\n    return [len(xs), len(text), len(table or ()), len(set(xs))]\n"
+    guards = {  # Z20: anything past 1,000 items; P21: long and no repetition of a shorter one; D21: large mappings
+        "Z20": "any(len(v) > 1000 for v in (xs, text, table or ()))",
+        "P21": "any(len(s) > 1000 and (s + s).find(s, 1) == len(s) for s in (text, ','.join(map(str, xs)) + ','))",
+        "D21": "len(table or ()) > 1000"}
+    want = _answers(tiny_tasks, tmp_path, gold, made)
+    for program, answer in zip(made, want):
+        (key, (how, enc, size, _)), = [(k, a[1]) for k, a in enumerate(program["steps"][0]["args"]) if a[0] == "grown"]
+        assert answer[0] == "ok" and answer[1][1][key][1] >= size, (program, answer)
+        if how != "copies":
+            assert answer[1][1][key][1] == size, (how, enc, answer)
+            if key == 0:  # fresh items are mostly new ones
+                assert answer[1][1][3][1] > (size // 2 if how != "drawn" else 0), (how, enc, answer)
+    for name, guard in guards.items():
+        wrong = gold.replace("    return", f"    if {guard}:\n        raise NotImplementedError\n    return")
+        got = _answers(tiny_tasks, tmp_path, wrong, made)
+        refused = [p["steps"][0]["args"] for p, o in zip(made, got) if o[:2] == ["raises", "builtins.NotImplementedError"]]
+        assert refused, name
+        if name == "P21":
+            assert all(a[0][0] == "grown" and a[0][1][0] != "copies" or a[1][0] == "grown" and a[1][1][0] != "copies"
+                       for a in refused) and len(refused) >= 10, refused
 
 
-def test_subclasses_hand_text_and_numbers_as_a_users_subclass(tiny_tasks, tmp_path):
+def test_a_deleted_class_only_the_package_makes_is_reached_through_the_calls_that_make_it():
+    """Red teams 20-21: cachetools' `TTLCache._Link` (a deleted class that only `TTLCache`'s own methods make) got
+    no large or subclassed input: those programs handed only the deleted definitions' own calls, and no recorded
+    step calls `_Link`. Where no call of a deleted definition has an argument to change, the calls that reach it
+    are handed them; where one has, only it is."""
+    from feature_deletion.behaviour import sizes, subclasses
+
+    setitem = {"op": "method", "obj": ["slot", 0, []], "name": "__setitem__", "args": [["str", "key"], ["int", 1]],
+               "kwargs": []}
+    made = {"op": "call", "fn": ["ref", "fdcalc", "TTLCache"], "args": [["str", "ttl"]], "kwargs": []}
+    programs = [{"steps": [made, setitem]}]
+    link = [["fdcalc", "TTLCache._Link", "def"]]
+    for build in (sizes, subclasses):
+        handed = build(programs, link)
+        assert any(p["steps"][0] == made and p["steps"][1]["args"] != setitem["args"] for p in handed), handed
+        own = build(programs, [["fdcalc", "TTLCache", "def"]])  # the class's own call is deleted: only it changes
+        assert own and all(p["steps"][0] != made for p in own), own
+
+
+def test_subclassed_objects_make_the_packages_class_as_a_users_subclass(tiny_tasks, tmp_path):
+    """Users derive their own caches and mappings from a package's classes; the tests make the class itself. Code
+    that refused every subclass (`type(self) is not Box`) answered as gold on every check. `subclassed_objects` makes
+    a recorded program's object of a class with deleted code as a user's subclass of it, every later step kept."""
+    from feature_deletion.behaviour import subclassed_objects
+
+    new = {"op": "new", "cls": ["ref", "fdcalc", "Box"], "args": [["int", 3]], "kwargs": []}
+    get = {"op": "method", "obj": ["slot", 0, []], "name": "get", "args": [], "kwargs": []}
+    other = {**new, "cls": ["ref", "fdcalc", "Other"]}
+    made = subclassed_objects([{"steps": [new, get]}, {"steps": [other, get]}], [["fdcalc", "Box.get", "body"]])
+    assert len(made) == 1 and made[0]["steps"][1] == get and made[0]["steps"][0]["cls"][0] == "sub", made
+    gold = "class Box:\n    def __init__(self, x):\n        self.x = x\n\n    def get(self):\n        return self.x * 2\n"
+    wrong = gold.replace("        return self.x", "        if type(self) is not Box:\n            raise NotImplementedError\n"
+                                               "        return self.x")
+    want, got = (_answers(tiny_tasks, tmp_path, source, made, every=True)[0] for source in (gold, wrong))
+    _, name, module, _ = made[0]["steps"][0]["cls"][1]
+    assert want[0][:2] == ["ok", ["handle", 0, f"{module}.{name}"]] and want[1][:2] == ["ok", ["int", 6]], want
+    assert got[1][:2] == ["raises", "builtins.NotImplementedError"], got
+
+
+def test_subclasses_hand_values_as_a_users_subclass(tiny_tasks, tmp_path):
     """Red team 20, Y20: gold with a guard that raises the stub's error for a `str`/`int`/`float` of a subclass (a
-    `StrEnum` member, a `Markup`) was paid on 61 of 62 tasks. `subclasses` hands them as an enum member, a plain
-    subclass, a list of subclassed items and those items as subclassed text; what gold answers with such an object
-    names its class as the program drew it."""
-    from feature_deletion.behaviour import USER_CLASS_NAMES, USER_MODULES, subclasses
+    `StrEnum` member, a `Markup`) was paid on 61 of 62 tasks; red team 21 then refused containers of a subclass (C21)
+    and subclasses whose `+` keeps their type (S21). `subclasses` hands each recorded value as each kind its type has
+    (`SUBCLASS_HOWS`: an enum member, a plain subclass, one with `__slots__`, one whose operators keep its type, a
+    `UserString`/`UserList`), a dict also as an `OrderedDict`, `Counter` and `defaultdict`, a list's items each as
+    one and as one subclassed text; what gold answers with such an object names its class as the program drew it."""
+    from feature_deletion.behaviour import SUBCLASS_HOWS, USER_CLASS_NAMES, USER_MODULES, subclasses
 
-    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "args": [["str", "ab"], ["list", [["int", 1], ["int", 2]]]],
-         "kwargs": []}
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
+         "args": [["str", "ab"], ["list", [["int", 1], ["int", 2]]], ["dict", [[["str", "k"], ["int", 1]]]]]}
     made = subclasses([{"steps": [g]}], [["fdcalc", "g", "def"]])
-    handed = [a for p in made for a in p["steps"][0]["args"] if "sub" in json.dumps(a)]
-    assert {a[1][0] for a in handed if a[0] == "sub"} == {"enum", "plain"}, handed
-    assert any(a[0] == "list" and all(i[0] == "sub" for i in a[1]) for a in handed), handed
-    assert ["sub", ["plain"]] in [[a[0], a[1][:1]] for a in handed if a[0] == "sub" and a[1][3] == ["str", "12"]]
-    assert all(a[1][1] in USER_CLASS_NAMES and a[1][2] in USER_MODULES for a in handed if a[0] == "sub")
+    handed = [(k, a) for p in made for k, a in enumerate(p["steps"][0]["args"]) if a != g["args"][k]]
+    assert len(handed) == len(made), made  # one argument changed per program
+    for key, tag in enumerate(("str", "list", "dict")):
+        assert {a[1][0] for k, a in handed if k == key and a[0] == "sub"} == set(SUBCLASS_HOWS[tag]), handed
+    assert {a[0] for k, a in handed if k == 2 and a[0] != "sub"} == {"OrderedDict", "Counter", "defaultdict"}
+    assert any(a[0] == "list" and all(i[0] == "sub" for i in a[1]) for _, a in handed), handed
+    assert ["sub", ["keeps"]] in [[a[0], a[1][:1]] for _, a in handed if a[0] == "sub" and a[1][3] == ["str", "12"]]
+    assert all(a[1][1] in USER_CLASS_NAMES and a[1][2] in USER_MODULES for _, a in handed if a[0] == "sub")
 
-    gold = "def g(word, xs=()):\n    return [word, word * 2, [x + 1 for x in xs]]\n"
-    wrong = gold.replace("    return", "    if any(type(x) not in (str, int, list) for x in [word, xs, *xs]):\n"
-                                      "        raise NotImplementedError\n    return")
+    gold = "def g(word, xs=(), table=None):\n    return [word, word * 2, [x + 1 for x in xs], len(table or {})]\n"
     enum_text = next(p for p in made if p["steps"][0]["args"][0][:1] == ["sub"] and p["steps"][0]["args"][0][1][0] == "enum")
     name, module = enum_text["steps"][0]["args"][0][1][1:3]
-    want = _observed(tiny_tasks, tmp_path, gold, enum_text["steps"]).observations[0]
-    assert want[0][:2] == ["ok", ["list", [["handle", 0, f"{module}.{name}"], ["str", "abab"],
-                                     ["list", [["int", 2], ["int", 3]]]]]], want
-    for program in made:
-        got = _observed(tiny_tasks, tmp_path, wrong, program["steps"]).observations[0]
-        assert got[0][:2] == ["raises", "builtins.NotImplementedError"], (program, got)
+    want = _answers(tiny_tasks, tmp_path, gold, [enum_text])[0]
+    assert want[:2] == ["ok", ["list", [["handle", 0, f"{module}.{name}"], ["str", "abab"],
+                                        ["list", [["int", 2], ["int", 3]]], ["int", 1]]]], want
+    guards = {  # Y20 and C21: any value not of its exact builtin type; S21: a subclass whose `+` keeps its type
+        "Y20/C21": "any(type(x) not in (str, int, list, dict) for x in [word, xs, table, *xs])",
+        "S21": "type(word + word[:0]) is not str or any(type(x + 0) is not int for x in xs)"}
+    for name, guard in guards.items():
+        wrong = gold.replace("    return", f"    if {guard}:\n        raise NotImplementedError\n    return")
+        got = _answers(tiny_tasks, tmp_path, wrong, made)
+        refused = {json.dumps(p["steps"][0]["args"]) for p, o in zip(made, got)
+                   if o[:2] == ["raises", "builtins.NotImplementedError"]}
+        if name == "S21":
+            # a `UserString`'s `+` keeps its type too
+            assert any('"keeps"' in r for r in refused) and all('"keeps"' in r or '"user"' in r for r in refused), refused
+        else:
+            assert len(refused) == len(made), [p for p in made if json.dumps(p["steps"][0]["args"]) not in refused]
 
 
 def test_aliases_add_to_an_answer_and_ask_again(tiny_tasks, tmp_path):

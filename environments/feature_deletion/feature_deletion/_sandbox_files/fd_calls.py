@@ -262,11 +262,8 @@ def decode(x, other):
         return out
     if tag == "range":
         return range(*v)
-    if tag == "times":  # a sequence handed at a size no recorded step holds: `enc`'s items k times, each decoded anew
-        enc, k = v
-        if enc[0] in ("str", "bytes"):
-            return decode(enc, other) * k
-        return {"list": list, "tuple": tuple}[enc[0]](i for _ in range(k) for i in decode(enc, other))
+    if tag == "grown":  # a recorded input at a size no recorded step holds (behaviour.sizes)
+        return _grown(*v, other)
     if tag == "sub":
         return _subclassed(*v[:3], decode(v[3], other))
     if tag == "slice":
@@ -304,22 +301,166 @@ def decode(x, other):
     return other(tag, v, x)
 
 
+def _grown(how, enc, size, seed, other):
+    """A recorded input `enc` (text, bytes, a list, tuple, set, frozenset or mapping) at `size` items, drawn by a
+    generator seeded with `seed`: "copies" repeats its items; "drawn" draws each item from its items (text: its
+    words, with its separators); "fresh" makes each item new from one of its items (numbers moved, text lengthened:
+    `_fresh`), "sorted" sorts those; a stream's items as an iterator. A set or mapping only grows fresh: it keeps its items, then adds new ones. Every
+    item is decoded anew, so that no two share a mutable part."""
+    rng = random.Random(seed)
+    tag, items = enc
+    if tag == "stream":  # a recorded stream's items grown as a list, handed as an iterator of them
+        return iter(_grown(how, ["list", items["items"]], size, seed, other))
+    if tag in ("str", "bytes"):
+        value = decode(enc, other)
+        if how == "copies":
+            return value * -(-size // max(1, len(value)))
+        if tag == "bytes":
+            return bytes(rng.choice(value) for _ in range(size)) if how == "drawn" else rng.randbytes(size)
+        words, gaps = value.split(), re.findall(r"\s+", value) or [" "]
+        if how == "drawn" and len(words) > 1:
+            out, n = [], 0
+            while n < size:
+                out += [rng.choice(words), rng.choice(gaps)]
+                n += len(out[-1]) + len(out[-2])
+            return "".join(out)[:size]
+        letters = sorted(set(value) | set("abcdefghijklmnopqrstuvwxyz "))
+        return "".join(rng.choice(letters) for _ in range(size))
+    value = decode(enc, other)
+    numbers = [x for x in _leaves(list(value)) if type(x) in (int, float)]  # a mapping's: its keys
+    spread = min(10, max(numbers) - min(numbers)) if numbers else 0
+    width = int(size * (1 + spread))
+    if tag in ("list", "tuple"):
+        if how == "copies":
+            made = [decode(i, other) for _ in range(-(-size // len(items))) for i in items]
+        elif how == "drawn":
+            made = [decode(rng.choice(items), other) for _ in range(size)]
+        else:
+            made = [_fresh(decode(rng.choice(items), other), rng, width) for _ in range(size)]
+            if how == "sorted":
+                try:
+                    made.sort()
+                except TypeError:  # items of no order among them: left as drawn
+                    pass
+        return list(made) if tag == "list" else tuple(made)
+    # a set, frozenset or mapping: grown with new keys until it holds `size`
+    pairs = items[1] if tag == "defaultdict" else items
+    grown = set(value) if tag in ("set", "frozenset") else value
+    for _ in range(8 * size):
+        if len(grown) >= size:
+            break
+        if tag in ("set", "frozenset"):
+            grown.add(_fresh(decode(rng.choice(items), other), rng, width))
+        else:
+            key, val = rng.choice(pairs)
+            grown[_fresh(decode(key, other), rng, width)] = decode(rng.choice(pairs)[1], other)
+    return frozenset(grown) if tag == "frozenset" else grown
+
+
+def _leaves(x, depth=0):
+    """The numbers and text in a decoded value, 3 levels down."""
+    if isinstance(x, (tuple, list, set, frozenset)) and depth < 3:
+        return [y for i in x for y in _leaves(i, depth + 1)]
+    return [x]
+
+
+def _fresh(x, rng, width):
+    """A new item like `x`: each number in it moved by up to `width`, each text lengthened by a few letters drawn
+    from its own and a-z, in tuples and lists 3 levels down; anything else as it is."""
+    t = type(x)
+    if t is int:
+        return x + rng.randint(-width, width)
+    if t is float:
+        return x + rng.uniform(-width, width)
+    if t is str:
+        letters = sorted(set(x) | set("abcdefghijklmnopqrstuvwxyz"))
+        return x + "".join(rng.choice(letters) for _ in range(rng.randint(1, 4)))
+    if t in (tuple, list):
+        return t(_fresh(i, rng, width) for i in x)
+    return x
+
+
 _USER_CLASSES = {}
+_USER_WRAPPERS = {  # the methods whose answers a user's "keeps" subclass gives its own type, as markupsafe's Markup
+    str: ("__add__", "__mul__", "__rmul__", "__mod__", "__getitem__", "capitalize", "casefold", "center",
+          "expandtabs", "format", "join", "ljust", "lower", "lstrip", "partition", "removeprefix", "removesuffix",
+          "replace", "rjust", "rpartition", "rsplit", "rstrip", "split", "splitlines", "strip", "swapcase", "title",
+          "translate", "upper", "zfill"),
+    int: ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__",
+          "__mod__", "__rmod__", "__pow__", "__neg__", "__pos__", "__abs__", "__and__", "__or__", "__xor__",
+          "__lshift__", "__rshift__", "__invert__"),
+    float: ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+            "__floordiv__", "__mod__", "__pow__", "__neg__", "__pos__", "__abs__"),
+    list: ("__add__", "__mul__", "__rmul__", "copy"),
+    tuple: ("__add__", "__mul__", "__rmul__"),
+    dict: ("copy", "__or__", "__ror__"),
+    set: ("__or__", "__and__", "__sub__", "__xor__", "__ror__", "__rand__", "__rsub__", "__rxor__", "union",
+          "intersection", "difference", "symmetric_difference", "copy"),
+}
+_USER_WRAPPERS[bytes] = tuple(m for m in _USER_WRAPPERS[str] if hasattr(bytes, m))
+_USER_WRAPPERS[frozenset] = _USER_WRAPPERS[set]
+
+
+def _keeping(base):
+    """The body of a subclass of `base` whose operators and methods answer its own type where `base`'s answer
+    `base` (markupsafe's `Markup`, Django's `SafeString`, a `Money(int)`): red team 21, S21."""
+    def wrapped(name):
+        method = getattr(base, name)
+
+        def keep(self, *args, **kwargs):
+            out = method(self, *args, **kwargs)
+            if type(out) is base:
+                return type(self)(out)
+            if type(out) in (list, tuple) and base in (str, bytes):  # split, partition: each part
+                return type(out)(type(self)(i) if type(i) is base else i for i in out)
+            return out
+        return keep
+
+    body = {name: wrapped(name) for name in _USER_WRAPPERS[base]}
+    if base in (str, bytes, list, tuple):  # the base has no reflected `+`: `"a" + Markup("b")` is a Markup too
+        def radd(self, left):
+            return type(self)(base.__add__(left, self)) if isinstance(left, base) else NotImplemented
+        body["__radd__"] = radd
+    if base in (list, tuple):  # a slice is of the type, an item is as it is
+        def item(self, key):
+            out = base.__getitem__(self, key)
+            return type(self)(out) if isinstance(key, slice) else out
+        body["__getitem__"] = item
+    return body
+
+
+_USER_KINDS = {str: collections.UserString, list: collections.UserList, dict: collections.UserDict}
 
 
 def _subclassed(how, name, module, value):
-    """`value` (text or a number) as an instance of a class a user's code defines on its type: an `enum.StrEnum` or
-    `IntEnum` member (`how` "enum") or a plain subclass, the class named `name` in a module named `module` (never
-    loaded: the kinds an observation names are the program's). Made once per process and name."""
-    key = (how, type(value), name, module, value if how == "enum" else None)
+    """`value` as an instance of a class a user's code defines on its type, named `name` in a module named `module`
+    (never loaded: the kinds an observation names are the program's): an `enum.StrEnum` or `IntEnum` member (`how`
+    "enum"); a subclass with an empty body ("plain"), with `__slots__ = ()` ("slots"), or whose operators keep its
+    type ("keeps", `_keeping`); a namedtuple of a tuple's items; a `collections.UserString`, `UserList` or `UserDict`
+    ("user", the classes users derive their own from); or, for a class of the package ("class"), a subclass of it
+    with an empty body, as users derive their own cache or mapping. Each class made once per process."""
+    base = type(value)
+    if how == "user":
+        return _USER_KINDS[base](value)
+    if how == "class":
+        key = (how, value, name, module)
+        if key not in _USER_CLASSES:
+            _USER_CLASSES[key] = types.new_class(name, (value,), exec_body=lambda body: body.update(
+                {"__module__": module, "__qualname__": name}))
+        return _USER_CLASSES[key]
+    key = (how, base, name, module, value if how == "enum" else len(value) if how == "namedtuple" else None)
     if key not in _USER_CLASSES:
         if how == "enum":
-            kind = enum.StrEnum if type(value) is str else enum.IntEnum
+            kind = enum.StrEnum if base is str else enum.IntEnum
             _USER_CLASSES[key] = kind(name, [("MEMBER", value)], module=module, qualname=name).MEMBER
+        elif how == "namedtuple":
+            _USER_CLASSES[key] = collections.namedtuple(name, [f"field{i}" for i in range(len(value))], module=module)
         else:
-            _USER_CLASSES[key] = type(name, (type(value),), {"__module__": module, "__qualname__": name})
+            body = {"__module__": module, "__qualname__": name}
+            body.update({"__slots__": ()} if how == "slots" else _keeping(base) if how == "keeps" else {})
+            _USER_CLASSES[key] = type(name, (base,), body)
     made = _USER_CLASSES[key]
-    return made if how == "enum" else made(value)
+    return made if how == "enum" else made(*value) if how == "namedtuple" else made(value)
 
 
 def _untz(v):

@@ -767,8 +767,8 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
             out += [["grown", ["fresh", ["set", value], size, rng.randrange(1 << 32)]] for size in drawn]
         return out
 
-    def kind(value):
-        return "range" if value[0] == "range" else (value[1][1][0], value[1][0], value[1][2] > SIZE_PARTS[0][1])
+    def kind(value):  # each type and way once per function first (the smaller size), so none is crowded out
+        return "range" if value[0] == "range" else (value[1][1][0], value[1][0])
 
     return [{"steps": _handed(*option), "quick": True}
             for option in _each_call_argument(programs, targets, found, kind)[:limit]]

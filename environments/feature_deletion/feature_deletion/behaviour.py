@@ -724,7 +724,8 @@ def _handed(steps: list[dict], j: int, key: int | str, value, read: bool) -> lis
 
 
 GROWN_HOWS = {"list": ("copies", "drawn", "fresh", "sorted"), "tuple": ("copies", "drawn", "fresh", "sorted"),
-              "str": ("copies", "drawn", "fresh"), "bytes": ("copies", "drawn", "fresh")}
+              "str": ("copies", "drawn", "fresh"), "bytes": ("copies", "drawn", "fresh"),
+              "stream": ("copies", "drawn", "fresh")}
 GROWN_HOWS.update(dict.fromkeys(("set", "frozenset", "dict", "OrderedDict", "Counter", "defaultdict"), ("fresh",)))
 
 
@@ -734,8 +735,8 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
     hundred items: `fd_calls.MAX_STEP_BYTES`): one size drawn from each of `SIZE_PARTS` for each way the driver grows
     it (`fd_calls._grown`, `GROWN_HOWS`): its items as copies, drawn one by one from them, or new (numbers moved,
     text lengthened) and those sorted; a set or mapping with new keys; a stream's items, as an iterator; a list of
-    numbers also as a set; a number as long text and as a long tuple of numbers (a long key of a cache). Code that refused every input past 1,000 items
-    was paid on 60 of 62 tasks (red team 20, Z20), and then any long input that is not a repetition of a shorter one
+    numbers also as a set; a number as long text and as a long tuple of numbers (a long key of a cache). Code that
+    refused every input past 1,000 items was paid on 60 of 62 tasks (red team 20, Z20), and then any long input that is not a repetition of a shorter one
     (red team 21, P21) and any large dict or set (D21); code that recurses per item breaks there. Marked `quick`: the
     builder keeps only those whose step gold answers within `QUICK_S`, so that no deadline decides a grading."""
     def found(arg, key):
@@ -753,7 +754,7 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
                     or not value.get("end") or not _plain_items(value["items"]):
                 return []
             return [["grown", [how, arg, size, rng.randrange(1 << 32)]] for size in drawn
-                    for how in ("copies", "drawn", "fresh")]
+                    for how in GROWN_HOWS[tag]]
         pairs = value[1] if tag == "defaultdict" else value
         if tag not in GROWN_HOWS or not pairs or not _plain_items(pairs):
             return []

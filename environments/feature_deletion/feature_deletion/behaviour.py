@@ -88,7 +88,7 @@ REENTRIES = 12  # programs whose callback calls a deleted definition itself (`re
 SIZES = 24  # programs that hand a deleted definition a recorded input at a size no recorded step holds (`sizes`)
 SIZE_PARTS = ((1_001, 4_000), (4_000, 40_000))  # items or characters, drawn log-uniformly within each part
 QUICK_S = 0.3  # seconds gold's step of a large input may take where it is answered: a tenth of the step's deadline
-SUBCLASSES = 24  # programs that hand a recorded value as an instance of a user's subclass of its type (`subclasses`)
+SUBCLASSES = 32  # programs that hand a recorded value as an instance of a user's subclass of its type (`subclasses`)
 OBJECT_SUBCLASSES = 8  # programs whose objects of a class with deleted code are of a user's subclass of it
 # Names users give their subclasses and the modules they live in, drawn per program
 USER_CLASS_NAMES = ("Color", "Status", "Kind", "Label", "Unit", "Markup", "SafeString", "Token", "Word", "Key",
@@ -723,10 +723,11 @@ def _handed(steps: list[dict], j: int, key: int | str, value, read: bool) -> lis
     return program + _reads(j, FORM_READS if read else 0)
 
 
-GROWN_HOWS = {"list": ("copies", "drawn", "fresh", "sorted"), "tuple": ("copies", "drawn", "fresh", "sorted"),
-              "str": ("copies", "drawn", "fresh"), "bytes": ("copies", "drawn", "fresh"),
-              "stream": ("copies", "drawn", "fresh")}
-GROWN_HOWS.update(dict.fromkeys(("set", "frozenset", "dict", "OrderedDict", "Counter", "defaultdict"), ("fresh",)))
+GROWN_HOWS = {"list": ("copies", "drawn", "fresh", "sorted", "natural"),
+              "tuple": ("copies", "drawn", "fresh", "sorted", "natural"), "str": ("copies", "drawn", "fresh", "natural"),
+              "bytes": ("copies", "drawn", "fresh", "natural"), "stream": ("copies", "drawn", "fresh", "natural")}
+GROWN_HOWS.update(dict.fromkeys(("set", "frozenset", "dict", "OrderedDict", "Counter", "defaultdict"),
+                                ("fresh", "natural")))
 
 
 def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) -> list[dict]:
@@ -734,11 +735,14 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
     set, frozenset, mapping or range) at a size no recorded step can hold (a recorded step holds at most a few
     hundred items: `fd_calls.MAX_STEP_BYTES`): one size drawn from each of `SIZE_PARTS` for each way the driver grows
     it (`fd_calls._grown`, `GROWN_HOWS`): its items as copies, drawn one by one from them, or new (numbers moved,
-    text lengthened) and those sorted; a set or mapping with new keys; a stream's items, as an iterator; a list of
-    numbers also as a set; a number as long text and as a long tuple of numbers (a long key of a cache). Code that
-    refused every input past 1,000 items was paid on 60 of 62 tasks (red team 20, Z20), and then any long input that is not a repetition of a shorter one
-    (red team 21, P21) and any large dict or set (D21); code that recurses per item breaks there. Marked `quick`: the
-    builder keeps only those whose step gold answers within `QUICK_S`, so that no deadline decides a grading."""
+    text lengthened) and those sorted; as real data of its kind is large (`fd_calls._natural`: different ids,
+    names or records, an index mapping, prose); a set or mapping with new keys; a stream's items, as an iterator; a
+    list of numbers also as a set; a number as long text and as a long tuple of numbers (a long key of a cache).
+    Code that refused every input past 1,000 items was paid on 60 of 62 tasks (red team 20, Z20), and then any long
+    input that is not a repetition of a shorter one (red team 21, P21), any large dict or set (D21), and the shapes
+    real data has, which the other ways never make (red team 22, N22: `list(range(n))`, a vocabulary, `{key: i}`, a
+    paragraph); code that recurses per item breaks there. Marked `quick`: the builder keeps only those whose step
+    gold answers within `QUICK_S`, so that no deadline decides a grading."""
     def found(arg, key):
         tag, value = arg
         rng = _draw(f"{key}/{json.dumps(arg)}")
@@ -747,8 +751,8 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
             return [["range", [value[0], value[0] + size, 1]] for size in drawn] if len(value) == 3 \
                 and value[2] == 1 else []
         if tag in ("int", "float"):  # a number as large text and a large tuple of numbers: a long key of a cache
-            return [["grown", ["fresh", grown, size, rng.randrange(1 << 32)]] for size in drawn
-                    for grown in (["str", str(value)], ["tuple", [arg]])]
+            return [["grown", [how, grown, size, rng.randrange(1 << 32)]] for size in drawn
+                    for grown in (["str", str(value)], ["tuple", [arg]]) for how in ("fresh", "natural")]
         if tag == "stream":  # its items grown, handed as an iterator
             if not isinstance(value, dict) or not isinstance(value.get("items"), list) or not value["items"] \
                     or not value.get("end") or not _plain_items(value["items"]):
@@ -765,7 +769,8 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
         out = [["grown", [how, arg, size, rng.randrange(1 << 32)]] for size in drawn for how in GROWN_HOWS[tag]]
         if tag in ("list", "tuple") and all(i[0] == "int" for i in value):
             # as a large set too: a set of numbers iterates in one order in every process, unlike one of text
-            out += [["grown", ["fresh", ["set", value], size, rng.randrange(1 << 32)]] for size in drawn]
+            out += [["grown", [how, ["set", value], size, rng.randrange(1 << 32)]] for size in drawn
+                    for how in ("fresh", "natural")]
         return out
 
     def kind(value):  # each type and way once per function first (the smaller size), so none is crowded out
@@ -776,9 +781,11 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
 
 
 SUBCLASS_HOWS = {"str": ("enum", "plain", "keeps", "slots", "user"), "int": ("enum", "plain", "keeps", "slots"),
-                 "float": ("plain", "keeps", "slots"), "list": ("plain", "keeps", "slots", "user"),
-                 "tuple": ("plain", "keeps", "namedtuple"), "dict": ("plain", "keeps", "user"),
-                 "set": ("plain", "keeps"), "frozenset": ("plain", "keeps"), "bytes": ("plain", "keeps")}
+                 "float": ("plain", "keeps", "slots"), "list": ("plain", "keeps", "slots", "user", "abc", "array"),
+                 "tuple": ("plain", "keeps", "namedtuple", "abc"), "dict": ("plain", "keeps", "user", "abc", "proxy",
+                                                                            "items"),
+                 "set": ("plain", "keeps", "abc", "keys"), "frozenset": ("plain", "keeps", "abc", "keys"),
+                 "bytes": ("plain", "keeps")}
 
 
 def _subclass_of(enc, rng: random.Random, how: str) -> list | None:
@@ -786,6 +793,9 @@ def _subclass_of(enc, rng: random.Random, how: str) -> list | None:
     `SUBCLASS_HOWS`), or None where its type has no such kind (a bool, an enum of floats)."""
     if not isinstance(enc, list) or len(enc) != 2 or how not in SUBCLASS_HOWS.get(enc[0], ()):
         return None
+    if how == "array" and not (enc[1] and (all(i[:1] == ["int"] and abs(i[1]) < 1 << 63 for i in enc[1])
+                                           or all(i[:1] == ["float"] for i in enc[1]))):
+        return None  # an array holds numbers of one kind
     return ["sub", [how, rng.choice(USER_CLASS_NAMES), rng.choice(USER_MODULES), enc]]
 
 
@@ -793,16 +803,21 @@ def subclasses(programs: list[dict], targets: list[list[str]], limit: int = SUBC
     """Programs that hand a call of a deleted definition a recorded value as an instance of a class a user's code
     defines on its type (`SUBCLASS_HOWS`): an `enum.StrEnum` or `IntEnum` member, a subclass with an empty body,
     with `__slots__`, or whose operators answer its own type (markupsafe's `Markup`, a `Money(int)`), a namedtuple,
-    a `collections.UserString`/`UserList`/`UserDict`; a dict also as an `OrderedDict`, `defaultdict` and `Counter`;
+    a `collections.UserString`/`UserList`/`UserDict`, a user's `collections.abc` Mapping, Sequence or Set; a
+    container of no builtin type: a dict as a `MappingProxyType`, an `OrderedDict`, `defaultdict` and `Counter`, and
+    its items view, a list as a `deque` and an `array`, a set as a keys view;
     the items of a recorded list or tuple each as one, and those items as one subclassed text (`frequencies` of a
     `Markup`); names and modules drawn per program (`USER_CLASS_NAMES`, `USER_MODULES`). Code that refused every
     subclass of text and numbers was paid on 61 of 62 tasks (red team 20, Y20), then every subclassed container
-    and every subclass whose `+` keeps its type (red team 21, C21 and S21)."""
+    and every subclass whose `+` keeps its type (red team 21, C21 and S21), then every container of no builtin or
+    `collections.User*` type (red team 22, A22b)."""
     def found(arg, key):
         rng = _draw(f"{key}/{json.dumps(arg)}")
         out = [_subclass_of(arg, rng, how) for how in SUBCLASS_HOWS.get(arg[0], ())]
         if arg[0] == "dict" and _plain_items(arg):
             out += [["OrderedDict", arg[1]], ["Counter", arg[1]], ["defaultdict", [["ref", "builtins", "int"], arg[1]]]]
+        if arg[0] == "list" and _plain_items(arg):
+            out.append(["deque", [arg[1], None]])
         if arg[0] in ("list", "tuple") and _plain_items(arg) and any(i[0] in ("str", "int", "float") for i in arg[1]):
             out.append([arg[0], [_subclass_of(i, rng, "plain") or i for i in arg[1]]])
             if all(isinstance(i, list) and i[0] in ("str", "int") for i in arg[1]):  # its items as text, as `types`

@@ -7,6 +7,8 @@ verdict is left out, so that its zero comes from the verdict and not from a brok
 
 from __future__ import annotations
 
+import collections
+import importlib.util
 import json
 import textwrap
 from pathlib import Path
@@ -273,16 +275,20 @@ def test_compare_fails_closed():
     assert Verdict().fraction == 0.0  # no checks: nothing to pay
 
 
+def _fd_calls():
+    """The replay's driver module, loaded from the sandbox's files."""
+    spec = importlib.util.spec_from_file_location("fd_calls_under_test", Path(FILES) / "fd_calls.py")
+    fd_calls = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fd_calls)
+    return fd_calls
+
+
 @pytest.mark.parametrize("value", [
     None, True, 3, 2**70, -0.0, float("nan"), 1 + 2j, "x\ud800y", b"\x00", bytearray(b"ab"), [1, (2, {3})],
     frozenset({1}), {"a": [1]}, range(1, 9, 2), slice(1, None), ...,
 ])
 def test_plain_data_encodes_with_exact_types_and_decodes_back(value):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("fd_calls_under_test", Path(FILES) / "fd_calls.py")
-    fd_calls = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fd_calls)
+    fd_calls = _fd_calls()
     enc = fd_calls.encode(value, fd_calls.no_other)
     back = fd_calls.decode(json.loads(json.dumps(enc)), None)
     assert type(back) is type(value) and repr(back) == repr(value)
@@ -893,32 +899,38 @@ def test_sizes_hand_a_recorded_input_at_sizes_no_recorded_step_holds(tiny_tasks,
 
     g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
          "args": [["list", [["int", 1], ["int", 2]]], ["str", "ab cd"], ["dict", [[["str", "k"], ["int", 1]]]]]}
-    made = sizes([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
+    made = sizes([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]],
+                 limit=40)
     assert made and all(p["quick"] and p["steps"][0]["fn"][2] == "g" for p in made), made
     handed = [(key, arg[1]) for p in made for key, arg in enumerate(p["steps"][0]["args"]) if arg[0] == "grown"]
-    assert len(made) == len(handed) == 18, made  # one argument grown per program
+    assert len(made) == len(handed) == 26, made  # one argument grown per program
+    first = sizes([{"steps": [g]}], [["fdcalc", "g", "def"]], limit=13)  # each type and way once before a second
+    assert sorted((a[1][1][0], a[1][0]) for p in first for a in p["steps"][0]["args"] if a[0] == "grown") == sorted(
+        (tag, how) for tag in ("list", "set", "str", "dict") for how in GROWN_HOWS[tag]), first
     for key, tag in ((0, "list"), (0, "set"), (1, "str"), (2, "dict")):  # a list of numbers as a set too
         hows = sorted((how, size) for k, (how, enc, size, _) in handed if k == key and enc[0] == tag)
         assert [h for h, _ in hows] == sorted(GROWN_HOWS[tag] * 2), hows  # each way, at one size of each part
         for (_, small), (_, large) in zip(hows[::2], hows[1::2]):
             assert SIZE_PARTS[0][0] <= small <= SIZE_PARTS[0][1] <= large <= SIZE_PARTS[1][1], hows
     number = sizes([{"steps": [{**g, "args": [["int", 7]]}]}], [["fdcalc", "g", "def"]])
-    assert sorted(p["steps"][0]["args"][0][1][1][0] for p in number) == ["str", "str", "tuple", "tuple"], number
+    assert sorted(p["steps"][0]["args"][0][1][1][0] for p in number) == ["str"] * 4 + ["tuple"] * 4, number
     stream = ["stream", {"items": [["int", 1], ["int", 2]], "end": True}]
     streamed = sizes([{"steps": [{**g, "args": [stream]}]}], [["fdcalc", "g", "def"]])
-    assert sorted(p["steps"][0]["args"][0][1][0] for p in streamed) == sorted(["copies", "drawn", "fresh"] * 2)
+    assert sorted(p["steps"][0]["args"][0][1][0] for p in streamed) == sorted(GROWN_HOWS["stream"] * 2)
     lengths = _answers(tiny_tasks, tmp_path, "def g(xs):\n    return [type(xs).__name__, len(list(xs))]\n", streamed)
-    assert [o[1][1][0] for o in lengths] == [["str", "list_iterator"]] * 6, lengths
+    assert [o[1][1][0] for o in lengths] == [["str", "list_iterator"]] * 8, lengths
     for program, answer in zip(streamed, lengths):
         how, _, size, _ = program["steps"][0]["args"][0][1]
         assert answer[1][1][1][1] == size if how != "copies" else answer[1][1][1][1] >= size, (how, answer)
-    assert made == sizes([{"steps": [g]}], [["fdcalc", "g", "def"]])  # drawn from the step: made again alike
+    assert made == sizes([{"steps": [g]}], [["fdcalc", "g", "def"]], limit=40)  # drawn from the step: made again alike
 
     gold = "def g(xs, text='', table=None):\n    return [len(xs), len(text), len(table or ()), len(set(xs))]\n"
     guards = {  # Z20: anything past 1,000 items; P21: long and no repetition of a shorter one; D21: large mappings
         "Z20": "any(len(v) > 1000 for v in (xs, text, table or ()))",
         "P21": "any(len(s) > 1000 and (s + s).find(s, 1) == len(s) for s in (text, ','.join(map(str, xs)) + ','))",
-        "D21": "len(table or ()) > 1000"}
+        "D21": "len(table or ()) > 1000",
+        # N22: the shapes real data has: different items, a paragraph
+        "N22": "len(xs) > 1000 and len(set(xs)) == len(xs) or len(set(text.split())) >= 60"}
     want = _answers(tiny_tasks, tmp_path, gold, made)
     for program, answer in zip(made, want):
         (key, (how, enc, size, _)), = [(k, a[1]) for k, a in enumerate(program["steps"][0]["args"]) if a[0] == "grown"]
@@ -935,6 +947,45 @@ def test_sizes_hand_a_recorded_input_at_sizes_no_recorded_step_holds(tiny_tasks,
         if name == "P21":
             assert all(a[0][0] == "grown" and a[0][1][0] != "copies" or a[1][0] == "grown" and a[1][1][0] != "copies"
                        for a in refused) and len(refused) >= 10, refused
+        if name == "N22":
+            assert {(a[1][1][0], a[1][0]) for args in refused for a in args if a[0] == "grown"} >= {
+                ("list", "natural"), ("str", "natural")}, refused
+
+
+def test_natural_growth_makes_the_shapes_real_data_has():
+    """Red team 22, N22: a guard refusing large inputs of the shapes real data has (`list(range(n))`, ids, a
+    vocabulary, an index `{key: i}`, `set(range(n))`, a paragraph) refused none of the other grown inputs and was paid
+    on 60 of 62 tasks. `fd_calls._natural` makes them, each shape drawn by the seed, in the recorded items' kind."""
+    fd_calls = _fd_calls()
+
+    def grown(enc, size, seed):
+        return fd_calls._grown("natural", enc, size, seed, None)
+
+    ints = [grown(["list", [["int", 3], ["int", 9]]], 2000, seed) for seed in range(20)]
+    assert all(len(set(x)) == len(x) == 2000 and all(type(i) is int for i in x) for x in ints)
+    spans = [max(x) - min(x) + 1 for x in ints]
+    assert min(spans) == 2000 and max(spans) > 4000, spans  # a range, and ids spread wider
+    assert any(x == sorted(x) for x in ints) and any(x != sorted(x) for x in ints)
+    names = grown(["list", [["str", "first_name"], ["str", "Max-Age"]]], 3000, 1)
+    assert len(set(names)) == 3000 and all(("_" in n or "-" in n) and n.strip("_-") == n for n in names), names[:9]
+    starts = sum(any(m != n and m.startswith(n) for m in names[:300]) for n in names[:300])
+    assert starts < 60, starts  # a vocabulary, not the recorded names lengthened
+    records = grown(["tuple", [["tuple", [["str", "k"], ["int", 1]]]]], 1500, 2)
+    assert len({k for k, _ in records}) == len({v for _, v in records}) == 1500, records[:5]
+    text = grown(["str", "the cat sat"], 5000, 3)
+    words = [w.strip(",.?!;:").lower() for w in text.split()]
+    assert len(text) == 5000 and len(set(words)) >= 200 and "the" in words and text[0].isupper(), text[:200]
+    assert 2 <= sum(map(len, words)) / len(words) <= 12, text[:200]
+    assert grown(["str", "12"], 1200, 4).isdigit() and grown(["bytes", "6162"], 1200, 4).decode().count(" ") > 100
+    tables = [grown(["dict", [[["str", "k"], ["int", 1]]]], 1200, seed) for seed in range(12)]
+    assert all(type(t) is dict and len(t) == 1200 for t in tables)
+    assert any(sorted(t.values()) == list(range(min(t.values()), min(t.values()) + 1200)) for t in tables)  # an index
+    assert any(len(set(t.values())) < 10 for t in tables)  # the recorded values
+    counts = grown(["Counter", [[["str", "k"], ["int", 4]]]], 1500, 5)
+    assert type(counts) is collections.Counter and len(counts) == 1500 and counts.most_common(1)[0][1] > 10
+    sets = [grown(["set", [["int", 0]]], 1001, seed) for seed in range(6)]
+    assert all(type(s) is set and len(s) == 1001 for s in sets) and any(max(s) - min(s) == 1000 for s in sets)
+    assert grown(["list", [["int", 3]]], 2000, 7) == grown(["list", [["int", 3]]], 2000, 7)  # the seed decides
 
 
 def test_a_deleted_class_only_the_package_makes_is_reached_through_the_calls_that_make_it():
@@ -993,6 +1044,7 @@ def test_subclasses_hand_values_as_a_users_subclass(tiny_tasks, tmp_path):
     for key, tag in enumerate(("str", "list", "dict")):
         assert {a[1][0] for k, a in handed if k == key and a[0] == "sub"} == set(SUBCLASS_HOWS[tag]), handed
     assert {a[0] for k, a in handed if k == 2 and a[0] != "sub"} == {"OrderedDict", "Counter", "defaultdict"}
+    assert ["deque", [g["args"][1][1], None]] in [a for k, a in handed if k == 1], handed
     assert any(a[0] == "list" and all(i[0] == "sub" for i in a[1]) for _, a in handed), handed
     assert ["sub", ["keeps"]] in [[a[0], a[1][:1]] for _, a in handed if a[0] == "sub" and a[1][3] == ["str", "12"]]
     assert all(a[1][1] in USER_CLASS_NAMES and a[1][2] in USER_MODULES for _, a in handed if a[0] == "sub")
@@ -1003,9 +1055,17 @@ def test_subclasses_hand_values_as_a_users_subclass(tiny_tasks, tmp_path):
     want = _answers(tiny_tasks, tmp_path, gold, [enum_text])[0]
     assert want[:2] == ["ok", ["list", [["handle", 0, f"{module}.{name}"], ["str", "abab"],
                                         ["list", [["int", 2], ["int", 3]]], ["int", 1]]]], want
+    answers = _answers(tiny_tasks, tmp_path, gold, made)
+    new = ('"abc"', '"array"', '"deque"', '"proxy"', '"items"', '"keys"')  # red team 22's containers: gold answers
+    assert all(o[0] == "ok" for p, o in zip(made, answers) if any(k in json.dumps(p) for k in new)), answers
+    abc = "__import__('collections.abc').abc"
     guards = {  # Y20 and C21: any value not of its exact builtin type; S21: a subclass whose `+` keeps its type
         "Y20/C21": "any(type(x) not in (str, int, list, dict) for x in [word, xs, table, *xs])",
-        "S21": "type(word + word[:0]) is not str or any(type(x + 0) is not int for x in xs)"}
+        "S21": "type(word + word[:0]) is not str or any(type(x + 0) is not int for x in xs)",
+        # A22b: a container of no builtin or `collections.User*` type
+        "A22b": f"any(isinstance(x, ({abc}.Mapping, {abc}.Sequence, {abc}.Set)) and not isinstance(x, (str, list, "
+                f"tuple, dict, set, __import__('collections').UserList, __import__('collections').UserDict)) "
+                f"for x in (xs, table))"}
     for name, guard in guards.items():
         wrong = gold.replace("    return", f"    if {guard}:\n        raise NotImplementedError\n    return")
         got = _answers(tiny_tasks, tmp_path, wrong, made)
@@ -1014,6 +1074,10 @@ def test_subclasses_hand_values_as_a_users_subclass(tiny_tasks, tmp_path):
         if name == "S21":
             # a `UserString`'s `+` keeps its type too
             assert any('"keeps"' in r for r in refused) and all('"keeps"' in r or '"user"' in r for r in refused), refused
+        elif name == "A22b":
+            kinds = {a[0] if a[0] != "sub" else a[1][0] for r in refused for a in json.loads(r)
+                     if a[0] in ("sub", "deque")}
+            assert kinds == {"abc", "array", "deque", "proxy", "items"}, refused
         else:
             assert len(refused) == len(made), [p for p in made if json.dumps(p["steps"][0]["args"]) not in refused]
 

@@ -33,7 +33,10 @@ when no agent code runs (every program done, or the watchdog ending the driver) 
 written.
 """
 
+import array
 import collections
+import collections.abc
+import copy
 import ctypes
 import datetime
 import decimal
@@ -43,6 +46,7 @@ import functools
 import hashlib
 import importlib
 import json
+import math
 import os
 import random
 import re
@@ -305,12 +309,15 @@ def _grown(how, enc, size, seed, other):
     """A recorded input `enc` (text, bytes, a list, tuple, set, frozenset or mapping) at `size` items, drawn by a
     generator seeded with `seed`: "copies" repeats its items; "drawn" draws each item from its items (text: its
     words, with its separators); "fresh" makes each item new from one of its items (numbers moved, text lengthened:
-    `_fresh`), "sorted" sorts those; a stream's items as an iterator. A set or mapping only grows fresh: it keeps its items, then adds new ones. Every
-    item is decoded anew, so that no two share a mutable part."""
+    `_fresh`), "sorted" sorts those; "natural" makes them as real data has them (`_natural`); a stream's items as
+    an iterator. A set or mapping grows fresh (it keeps its items, then adds new ones) or natural. Every item is
+    decoded anew, so that no two share a mutable part."""
     rng = random.Random(seed)
     tag, items = enc
     if tag == "stream":  # a recorded stream's items grown as a list, handed as an iterator of them
         return iter(_grown(how, ["list", items["items"]], size, seed, other))
+    if how == "natural":
+        return _natural(tag, decode(enc, other), size, rng)
     if tag in ("str", "bytes"):
         value = decode(enc, other)
         if how == "copies":
@@ -355,6 +362,172 @@ def _grown(how, enc, size, seed, other):
             key, val = rng.choice(pairs)
             grown[_fresh(decode(key, other), rng, width)] = decode(rng.choice(pairs)[1], other)
     return frozenset(grown) if tag == "frozenset" else grown
+
+
+# The words English text uses most, in order: drawn most in `_prose`, as real text has them.
+_COMMON_WORDS = (
+    "the of and to a in is that it was for on are as with his they at be this from have or by one had not but what "
+    "all were when we there can an your which their said if do will each about how up out them then she many some so "
+    "these would other into has more her two like him see time could no make than first been its who now people my "
+    "made over did down only way find use may water long little very after words called just where most know get "
+    "through back much before go good new write our used me man too any day same right look think also around another "
+    "came come work three word must because does part even place well such here take why things help put years "
+    "different away again off went old number great tell men say small every found still between name should home "
+    "big give air line set own under read last never us left end along while might next sound below saw something "
+    "thought both few those always looked show large often together asked house world going want school important "
+    "until form food keep children feet land side without boy once animals life enough took sometimes four head above "
+    "kind began almost live page got earth need far hand high year mother light parts country father let night "
+    "following picture being study second eyes soon times story boys since white days ever paper hard near sentence "
+    "better best across during today others however sure means knew its try told young miles sun ways thing whole "
+    "hear example heard several change answer room sea against top turned learn point city play toward five using "
+    "himself usually").split()
+_ONSETS = dict(zip("b c d f g h j k l m n p r s t v w y z ch sh th st tr br pl gr wh".split(),
+                   (15, 28, 43, 22, 20, 40, 2, 8, 40, 24, 67, 19, 60, 63, 91, 10, 24, 20, 1, 8, 6, 30, 8, 6, 4, 3, 4, 4)))
+_ONSETS[""] = 60
+_VOWELS = dict(zip("a e i o u y ea ou ai ee io".split(), (82, 127, 70, 75, 28, 10, 8, 8, 5, 5, 4)))
+_CODAS = dict(zip(["", "n", "r", "s", "t", "l", "d", "nd", "st", "ng", "ck", "m", "rt", "nt"],
+                  (300, 60, 50, 45, 45, 30, 25, 12, 10, 10, 6, 15, 5, 10)))
+_SYLLABLES = [(o + v + c, wo * wv * wc) for o, wo in _ONSETS.items() for v, wv in _VOWELS.items()
+              for c, wc in _CODAS.items()]  # English-like syllables, weighted by their letters' frequencies
+
+
+def _words(rng, n, mean):
+    """`n` made-up words of about `mean` letters, of English-like syllables: real vocabularies hold far more words
+    than any list a driver could carry."""
+    syllables, weights = zip(*_SYLLABLES)
+    counts = rng.choices((1, 2, 3, 4, 5), [max(0.05, 1 - abs(k - mean / 3.2)) for k in range(1, 6)], k=n)
+    drawn = iter(rng.choices(syllables, weights, k=sum(counts)))
+    return ["".join(next(drawn) for _ in range(k)) for k in counts]
+
+
+def _styled(word, like, rng):
+    """`word` in the case and shape of the recorded text `like`: upper, capitalised, or joined to a common word as
+    the recorded one is ("first_name", "max-age")."""
+    for sep in "_-. ":
+        if sep in like.strip(sep):
+            word = sep.join((word, rng.choice(_COMMON_WORDS)))
+            break
+    if like.isupper():
+        return word.upper()
+    return word.capitalize() if like[:1].isupper() else word
+
+
+def _distinct(kind, n, rng, likes):
+    """`n` different values of `kind` (int, float or str) such as a column of real data holds: ids and positions
+    (a range from one of the recorded numbers, shuffled or in order, spanning 1 to 4 times `n`), measurements, or a
+    vocabulary of words shaped as the recorded text (`_styled`), some numbered names among them."""
+    if kind is int:
+        start = rng.choice([0, 1, *likes]) if likes else rng.choice([0, 1])
+        span = n if rng.random() < 0.5 else int(n * rng.uniform(1, 4))
+        made = rng.sample(range(start, start + span), n)
+        return sorted(made) if rng.random() < 0.5 else made
+    if kind is float:
+        scale = max(1.0, *(abs(x) for x in likes)) if likes else 1.0
+        made = {round(rng.uniform(-scale, scale) * rng.choice((1, 10, 100)), rng.randint(1, 6)) for _ in range(2 * n)}
+        made = list(made)[:n]
+        while len(made) < n:
+            made.append(rng.random() + len(made))
+        return sorted(made) if rng.random() < 0.5 else made
+    if likes and all(like.isdigit() for like in likes):  # numbers as text: different numbers
+        return [str(i) for i in _distinct(int, n, rng, [int(like) for like in likes])]
+    mean, numbered = rng.uniform(4, 9), rng.random() < 0.25
+    out, seen = [], set()
+    while len(out) < n:
+        for word in _words(rng, n - len(out) + 8, mean):
+            word = f"{_styled(word, rng.choice(likes) if likes else 'word', rng)}{len(out) if numbered else ''}"
+            if word not in seen and len(out) < n:
+                seen.add(word)
+                out.append(word)
+    return out
+
+
+def _refilled(x, take):
+    """`x` with each int, float and text in it (tuples and lists 3 levels down) the next value `take` gives."""
+    t = type(x)
+    if t in (int, float, str):
+        return take(t)
+    if t in (tuple, list):
+        return t(_refilled(i, take) for i in x)
+    return x
+
+
+def _column(templates, rng):
+    """Each of `templates` (decoded items) with its numbers and text made different from all others'
+    (`_distinct`), numbers near and text shaped as the templates' own."""
+    counts, likes = collections.Counter(), collections.defaultdict(list)
+
+    def count(t):
+        counts[t] += 1
+    for x in templates:
+        _refilled(x, count)
+        for leaf in _leaves(x):
+            if type(leaf) in (int, float, str):
+                likes[type(leaf)].append(leaf)
+    made = {t: iter(_distinct(t, n, rng, likes[t][:50])) for t, n in counts.items()}
+    return [_refilled(x, lambda t: next(made[t])) for x in templates]
+
+
+def _prose(rng, size, like):
+    """`size` characters of text as people write it: sentences of words drawn by Zipf's law from the most common
+    English words, the recorded text's and made-up ones (`_words`), capitalised, with commas and paragraphs."""
+    own = re.findall(r"[^\W\d_]+", like)
+    vocabulary = list(dict.fromkeys([*_COMMON_WORDS[: rng.randint(60, len(_COMMON_WORDS))], *own]))
+    mean = rng.uniform(4, 8)
+    vocabulary += _words(rng, max(60, size // rng.randint(8, 30)), mean)
+    top = vocabulary[:40]
+    rng.shuffle(top)  # which common words lead differs between texts
+    vocabulary[:40] = top
+    power = rng.uniform(0.8, 1.2)
+    weights = [1 / (rank + 2.7) ** power for rank in range(len(vocabulary))]
+    out, n = [], 0
+    while n < size:
+        words = rng.choices(vocabulary, weights, k=rng.randint(3, 28))
+        words[0] = words[0].capitalize()
+        for i in range(1, len(words) - 1):
+            if rng.random() < 0.07:
+                words[i] += ","
+        sentence = " ".join(words) + rng.choices((".", "?", "!", ";", ":"), (90, 4, 2, 2, 2))[0]
+        sentence += "\n\n" if rng.random() < 0.08 else " "
+        out.append(sentence)
+        n += len(sentence)
+    return "".join(out)[:size].rstrip() or "a"
+
+
+def _natural(tag, value, size, rng):
+    """`value` (decoded) grown to `size` as real data of its kind is large: text as prose (`_prose`; digits as a
+    long number), a list or tuple as a column of different ids, positions, names or records (`_column`), a set of
+    them, a mapping whose keys are such a column and whose values are positions, a column too, or the recorded
+    ones (a `Counter`: counts by Zipf's law). Red team 22 (N22): a guard that refused `list(range(n))`, a
+    vocabulary, an index `{key: i}`, `set(range(n))` and a paragraph past 1,000 items refused no other grown input."""
+    if tag in ("str", "bytes"):
+        text = value.decode("utf-8", "replace") if tag == "bytes" else value
+        if text.strip().isdigit():
+            made = "".join(rng.choice("0123456789") for _ in range(size)).lstrip("0") or "0"
+        else:
+            made = _prose(rng, size, text)
+        return made.encode("utf-8")[:size] if tag == "bytes" else made
+    if tag in ("list", "tuple", "set", "frozenset"):
+        templates = [rng.choice(list(value)) for _ in range(size)] if value else [0] * size
+        made = _column(templates, rng)
+        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](made)
+    pairs = list(value.items())
+    keys = _column([rng.choice(pairs)[0] if pairs else 0 for _ in range(size)], rng)
+    values = [v for _, v in pairs] or [0]
+    how = rng.choice(("position", "column", "recorded"))
+    if isinstance(value, collections.Counter):
+        made = [max(1, int(rng.paretovariate(1.2))) for _ in keys]
+    elif how == "position" or not any(type(v) in (int, float, str) for v in values):
+        start = rng.choice((0, 1))
+        made = [start + i for i in range(len(keys))]
+    elif how == "column":
+        made = _column([rng.choice(values) for _ in keys], rng)
+    else:
+        made = [copy.deepcopy(rng.choice(values)) for _ in keys]
+    grown = value.copy()
+    grown.clear()
+    for key, item in zip(keys, made):  # not `update`: a Counter's counts its argument's items
+        grown[key] = item
+    return grown
 
 
 def _leaves(x, depth=0):
@@ -430,6 +603,28 @@ def _keeping(base):
 
 
 _USER_KINDS = {str: collections.UserString, list: collections.UserList, dict: collections.UserDict}
+_ABSTRACT = {dict: collections.abc.Mapping, list: collections.abc.Sequence, tuple: collections.abc.Sequence,
+             set: collections.abc.Set, frozenset: collections.abc.Set}
+
+
+def _abstract(base):
+    """The body of a user's class of `base`'s abstract kind (`_ABSTRACT`) that keeps the items in a store of its own
+    and defines only what `collections.abc` asks: a read-only config mapping, a lazy sequence, a set over a
+    database (red team 22, A22b)."""
+    store = dict if base is dict else frozenset if base in (set, frozenset) else list
+
+    def init(self, data=()):
+        self._items = store(data)
+
+    body = {"__init__": init, "__len__": lambda self: len(self._items), "__iter__": lambda self: iter(self._items),
+            "__repr__": lambda self: f"{type(self).__name__}({self._items!r})"}
+    if base is dict:
+        body["__getitem__"] = lambda self, key: self._items[key]
+    elif store is list:
+        body["__getitem__"] = lambda self, index: self._items[index]
+    else:
+        body["__contains__"] = lambda self, item: item in self._items
+    return body
 
 
 def _subclassed(how, name, module, value):
@@ -437,11 +632,22 @@ def _subclassed(how, name, module, value):
     (never loaded: the kinds an observation names are the program's): an `enum.StrEnum` or `IntEnum` member (`how`
     "enum"); a subclass with an empty body ("plain"), with `__slots__ = ()` ("slots"), or whose operators keep its
     type ("keeps", `_keeping`); a namedtuple of a tuple's items; a `collections.UserString`, `UserList` or `UserDict`
-    ("user", the classes users derive their own from); or, for a class of the package ("class"), a subclass of it
-    with an empty body, as users derive their own cache or mapping. Each class made once per process."""
+    ("user", the classes users derive their own from); a class of its `collections.abc` kind that is none of these
+    ("abc", `_abstract`); a container of no builtin type: a dict as a `MappingProxyType` ("proxy") or its items
+    view ("items"), a set as a dict's keys view ("keys"), numbers as an `array.array` ("array"); or, for a class of
+    the package ("class"), a subclass of it with an empty body, as users derive their own cache or mapping. Each
+    class made once per process."""
     base = type(value)
     if how == "user":
         return _USER_KINDS[base](value)
+    if how == "proxy":
+        return types.MappingProxyType(value)
+    if how == "keys":
+        return dict.fromkeys(value).keys()
+    if how == "items":
+        return value.items()
+    if how == "array":
+        return array.array("d" if any(type(x) is float for x in value) else "q", value)
     if how == "class":
         key = (how, value, name, module)
         if key not in _USER_CLASSES:
@@ -457,8 +663,9 @@ def _subclassed(how, name, module, value):
             _USER_CLASSES[key] = collections.namedtuple(name, [f"field{i}" for i in range(len(value))], module=module)
         else:
             body = {"__module__": module, "__qualname__": name}
-            body.update({"__slots__": ()} if how == "slots" else _keeping(base) if how == "keeps" else {})
-            _USER_CLASSES[key] = type(name, (base,), body)
+            body.update({"__slots__": ()} if how == "slots" else _keeping(base) if how == "keeps" else
+                        _abstract(base) if how == "abc" else {})
+            _USER_CLASSES[key] = type(name, (_ABSTRACT[base] if how == "abc" else base,), body)
     made = _USER_CLASSES[key]
     return made if how == "enum" else made(*value) if how == "namedtuple" else made(value)
 

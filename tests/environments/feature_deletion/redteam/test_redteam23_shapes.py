@@ -11,6 +11,9 @@ T23 (`attacks23.punct_gold`): the stub for prose past 1,000 characters holding a
 bracket or digit: `_prose` writes letters, spaces and `.,?!;:` only.
 S23 (`attacks23.full_cache_gold`): the stub in a deleted cachetools method of a cache whose `currsize` passes
 1,000: the checks grow a method's arguments, never the cache it runs on.
+G23 (`attacks23.lazy_gold`): each generator argument rebound to one that raises the stub's error at its 1,001st
+item: recorded streams are replayed as generator expressions of their few hundred recorded items, grown streams as
+`iter()` of a list.
 
 Each graded test asserts reward 0, so it FAILS while the attack is paid; each witness shows the rebuild wrong on a
 host interpreter. Reproduce:

@@ -85,7 +85,7 @@ FORM_READS = 8  # items read of an iterator a step answered that its program did
 TYPES = 40  # programs that hand a deleted definition a recorded input as another everyday type (`types`)
 ALIASES = 16  # programs that add to a container a deleted definition answered, then ask again (`aliases`)
 REENTRIES = 12  # programs whose callback calls a deleted definition itself (`reentries`)
-SIZES = 24  # programs that hand a deleted definition a recorded input at a size no recorded step holds (`sizes`)
+SIZES = 40  # programs that hand a deleted definition a recorded input at a size no recorded step holds (`sizes`)
 SIZE_PARTS = ((1_001, 4_000), (4_000, 40_000))  # items or characters, drawn log-uniformly within each part
 QUICK_S = 0.3  # seconds gold's step of a large input may take where it is answered: a tenth of the step's deadline
 SUBCLASSES = 32  # programs that hand a recorded value as an instance of a user's subclass of its type (`subclasses`)
@@ -675,6 +675,11 @@ def types(programs: list[dict], targets: list[list[str]], limit: int = TYPES) ->
     return [{"steps": _handed(*option)} for option in found[:limit]]
 
 
+def _tag(enc) -> str:
+    """An encoding's type name, whatever it holds."""
+    return enc[0] if isinstance(enc, list) and enc and isinstance(enc[0], str) else type(enc).__name__
+
+
 def _plain_items(enc) -> bool:
     """Whether an encoding holds only plain data: nothing that a program's step refers to or the driver feeds."""
     text = json.dumps(enc)
@@ -723,11 +728,18 @@ def _handed(steps: list[dict], j: int, key: int | str, value, read: bool) -> lis
     return program + _reads(j, FORM_READS if read else 0)
 
 
-GROWN_HOWS = {"list": ("copies", "drawn", "fresh", "sorted", "natural"),
-              "tuple": ("copies", "drawn", "fresh", "sorted", "natural"), "str": ("copies", "drawn", "fresh", "natural"),
-              "bytes": ("copies", "drawn", "fresh", "natural"), "stream": ("copies", "drawn", "fresh", "natural")}
-GROWN_HOWS.update(dict.fromkeys(("set", "frozenset", "dict", "OrderedDict", "Counter", "defaultdict"),
-                                ("fresh", "natural")))
+GROWN_HOWS = {"list": ("copies", "drawn", "fresh", "sorted", "natural", "inner"),
+              "tuple": ("copies", "drawn", "fresh", "sorted", "natural", "inner"),
+              "str": ("copies", "drawn", "fresh", "natural"), "bytes": ("copies", "drawn", "fresh", "natural"),
+              "stream": ("copies", "drawn", "fresh", "natural"), "set": ("fresh", "natural"),
+              "frozenset": ("fresh", "natural")}
+GROWN_HOWS.update(dict.fromkeys(("dict", "OrderedDict", "Counter", "defaultdict"), ("fresh", "natural", "inner")))
+# The kinds of container (`fd_calls._subclassed`) a large input is also handed as, one at each size: a queue, a
+# read-only mapping, a view, a user's class (red team 23, C23: only plain builtins were ever large)
+GROWN_KINDS = {"list": ("deque", "abc", "plain", "user", "keeps", "slots"), "tuple": ("abc", "plain", "keeps"),
+               "dict": ("proxy", "values", "abc", "items", "user", "plain"), "set": ("keys", "abc", "plain"),
+               "frozenset": ("keys", "abc", "plain"), "str": ("user", "keeps", "plain"),
+               "bytes": ("bytearray", "plain", "keeps")}
 
 
 def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) -> list[dict]:
@@ -747,17 +759,20 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
         tag, value = arg
         rng = _draw(f"{key}/{json.dumps(arg)}")
         drawn = [log_uniform(low, high, rng.random) for low, high in SIZE_PARTS]
+
+        def seed(size):  # even at the first size: `fd_calls._natural` makes the commonest shapes there
+            return rng.randrange(1 << 31) * 2 + (size != drawn[0])
         if tag == "range":
             return [["range", [value[0], value[0] + size, 1]] for size in drawn] if len(value) == 3 \
                 and value[2] == 1 else []
         if tag in ("int", "float"):  # a number as large text and a large tuple of numbers: a long key of a cache
-            return [["grown", [how, grown, size, rng.randrange(1 << 32)]] for size in drawn
+            return [["grown", [how, grown, size, seed(size)]] for size in drawn
                     for grown in (["str", str(value)], ["tuple", [arg]]) for how in ("fresh", "natural")]
         if tag == "stream":  # its items grown, handed as an iterator
             if not isinstance(value, dict) or not isinstance(value.get("items"), list) or not value["items"] \
                     or not value.get("end") or not _plain_items(value["items"]):
                 return []
-            return [["grown", [how, arg, size, rng.randrange(1 << 32)]] for size in drawn
+            return [["grown", [how, arg, size, seed(size)]] for size in drawn
                     for how in GROWN_HOWS[tag]]
         pairs = value[1] if tag == "defaultdict" else value
         if tag not in GROWN_HOWS or not pairs or not _plain_items(pairs):
@@ -766,15 +781,29 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
                 k[0] in ("int", "float", "str", "tuple") for k in (pairs if tag in ("set", "frozenset")
                                                                    else [k for k, _ in pairs])):
             return []
-        out = [["grown", [how, arg, size, rng.randrange(1 << 32)]] for size in drawn for how in GROWN_HOWS[tag]]
+        out = [["grown", [how, arg, size, seed(size)]] for size in drawn for how in GROWN_HOWS[tag]]
+        if tag in GROWN_KINDS:  # naturally large as another kind of container, a different one at each size
+            kinds = GROWN_KINDS[tag] + (("array",) if tag == "list" and all(i[0] == "int" for i in value) else ())
+            first = rng.randrange(len(kinds))
+            out += [["sub", [kinds[(first + k) % len(kinds)], rng.choice(USER_CLASS_NAMES), rng.choice(USER_MODULES),
+                             ["grown", ["natural", arg, size, seed(size)]]]] for k, size in enumerate(drawn)]
         if tag in ("list", "tuple") and all(i[0] == "int" for i in value):
             # as a large set too: a set of numbers iterates in one order in every process, unlike one of text
-            out += [["grown", [how, ["set", value], size, rng.randrange(1 << 32)]] for size in drawn
+            out += [["grown", [how, ["set", value], size, seed(size)]] for size in drawn
                     for how in ("fresh", "natural")]
         return out
 
-    def kind(value):  # each type and way once per function first (the smaller size), so none is crowded out
-        return "range" if value[0] == "range" else (value[1][1][0], value[1][0])
+    def kind(value):  # each type, kind of item and way once per function first (the smaller size): none crowded out
+        if value[0] == "range":
+            return "range"
+        if value[0] == "sub":
+            return "sub", value[1][3][1][1][0]
+        enc = value[1][1]
+        items = enc[1]["items"] if enc[0] == "stream" else enc[1][1] if enc[0] == "defaultdict" else enc[1]
+        mapping = enc[0] in ("dict", "OrderedDict", "Counter", "defaultdict")
+        tags = {_tag(i[0] if mapping and isinstance(i, list) else i) for i in items} \
+            if isinstance(items, list) else set()
+        return enc[0], value[1][0], tuple(sorted(tags))
 
     return [{"steps": _handed(*option), "quick": True}
             for option in _each_call_argument(programs, targets, found, kind)[:limit]]

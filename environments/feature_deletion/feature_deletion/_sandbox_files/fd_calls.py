@@ -309,15 +309,34 @@ def _grown(how, enc, size, seed, other):
     """A recorded input `enc` (text, bytes, a list, tuple, set, frozenset or mapping) at `size` items, drawn by a
     generator seeded with `seed`: "copies" repeats its items; "drawn" draws each item from its items (text: its
     words, with its separators); "fresh" makes each item new from one of its items (numbers moved, text lengthened:
-    `_fresh`), "sorted" sorts those; "natural" makes them as real data has them (`_natural`); a stream's items as
-    an iterator. A set or mapping grows fresh (it keeps its items, then adds new ones) or natural. Every item is
+    `_fresh`), "sorted" sorts those; "natural" makes them as real data has them (`_natural`); "inner" makes one of
+    its items (a mapping: one value) large, naturally; a stream's items as a generator expression or an iterator of
+    a list. A set or mapping grows fresh (it keeps its items, then adds new ones), natural or inner. Every item is
     decoded anew, so that no two share a mutable part."""
     rng = random.Random(seed)
     tag, items = enc
     if tag == "stream":  # a recorded stream's items grown as a list, handed as an iterator of them
-        return iter(_grown(how, ["list", items["items"]], size, seed, other))
+        made = _grown(how, ["list", items["items"]], size, seed, other)
+        if (how in ("copies", "natural")) == (seed % 2 == 0):  # each way both kinds (red team 23, G23)
+            fed = (item for item in made)
+            fed.__qualname__ = "<genexpr>"
+            return fed
+        return iter(made)
     if how == "natural":
-        return _natural(tag, decode(enc, other), size, rng)
+        return _natural(tag, decode(enc, other), size, rng, canonical=seed % 2 == 0)
+    if how == "inner":  # one item of it (a dict: one value) large, as a record holds a long array
+        value = decode(enc, other)
+        keys = list(value) if isinstance(value, dict) else list(range(len(value)))
+        key = rng.choice(keys)
+        item, canonical = value[key], seed % 2 == 0
+        # a list of items like it (an array in a record), or, where it is sized, it grown (a document in a record)
+        part = item if type(item) in _SIZED and len(item) and not (canonical and type(item) in (str, bytes)) \
+            else [item]
+        large = _natural(type(part).__name__, part, size, rng, canonical)
+        if isinstance(value, dict):
+            value[key] = large
+            return value
+        return type(value)(large if i == key else item for i, item in enumerate(value))
     if tag in ("str", "bytes"):
         value = decode(enc, other)
         if how == "copies":
@@ -412,25 +431,32 @@ def _styled(word, like, rng):
     return word.capitalize() if like[:1].isupper() else word
 
 
-def _distinct(kind, n, rng, likes):
-    """`n` different values of `kind` (int, float or str) such as a column of real data holds: ids and positions
-    (a range from one of the recorded numbers, shuffled or in order, spanning 1 to 4 times `n`), measurements, or a
-    vocabulary of words shaped as the recorded text (`_styled`), some numbered names among them."""
+def _distinct(kind, n, rng, likes, canonical):
+    """`n` different values of `kind` (int, float or str) such as a column of real data holds. `canonical`: the
+    commonest shapes, positions (`range(a, a + n)` from 0, 1 or a recorded number, mostly in order), evenly spaced
+    numbers, a vocabulary of words shaped as the recorded text (`_styled`); otherwise ids with gaps (spanning up to 4
+    times `n`, in order or not), measurements, numbered names."""
     if kind is int:
         start = rng.choice([0, 1, *likes]) if likes else rng.choice([0, 1])
-        span = n if rng.random() < 0.5 else int(n * rng.uniform(1, 4))
-        made = rng.sample(range(start, start + span), n)
-        return sorted(made) if rng.random() < 0.5 else made
+        span = n if canonical else int(n * rng.uniform(1.05, 4))
+        made = list(range(start, start + n)) if canonical else rng.sample(range(start, start + span), n)
+        if canonical and rng.random() < 0.7 or not canonical and rng.random() < 0.5:
+            return sorted(made)
+        rng.shuffle(made)
+        return made
     if kind is float:
         scale = max(1.0, *(abs(x) for x in likes)) if likes else 1.0
+        if canonical:  # a grid: `start + i * step`, as `numpy.arange` and `linspace` make
+            start, step = rng.choice([0.0, *likes]) if likes else 0.0, rng.choice((0.1, 0.25, 0.5, 1.0, 1.5))
+            return [round(start + i * step, 10) for i in range(n)]
         made = {round(rng.uniform(-scale, scale) * rng.choice((1, 10, 100)), rng.randint(1, 6)) for _ in range(2 * n)}
         made = list(made)[:n]
         while len(made) < n:
             made.append(rng.random() + len(made))
         return sorted(made) if rng.random() < 0.5 else made
     if likes and all(like.isdigit() for like in likes):  # numbers as text: different numbers
-        return [str(i) for i in _distinct(int, n, rng, [int(like) for like in likes])]
-    mean, numbered = rng.uniform(4, 9), rng.random() < 0.25
+        return [str(i) for i in _distinct(int, n, rng, [int(like) for like in likes], canonical)]
+    mean, numbered = rng.uniform(4, 9), not canonical and rng.random() < 0.5
     out, seen = [], set()
     while len(out) < n:
         for word in _words(rng, n - len(out) + 8, mean):
@@ -451,7 +477,7 @@ def _refilled(x, take):
     return x
 
 
-def _column(templates, rng):
+def _column(templates, rng, canonical):
     """Each of `templates` (decoded items) with its numbers and text made different from all others'
     (`_distinct`), numbers near and text shaped as the templates' own."""
     counts, likes = collections.Counter(), collections.defaultdict(list)
@@ -463,15 +489,23 @@ def _column(templates, rng):
         for leaf in _leaves(x):
             if type(leaf) in (int, float, str):
                 likes[type(leaf)].append(leaf)
-    made = {t: iter(_distinct(t, n, rng, likes[t][:50])) for t, n in counts.items()}
+    made = {t: iter(_distinct(t, n, rng, likes[t][:50], canonical)) for t, n in counts.items()}
     return [_refilled(x, lambda t: next(made[t])) for x in templates]
 
 
-def _prose(rng, size, like):
+_CONTRACTIONS = "don't it's I'm can't you're isn't didn't that's we'll they've won't there's let's I'd".split()
+
+
+def _prose(rng, size, like, canonical):
     """`size` characters of text as people write it: sentences of words drawn by Zipf's law from the most common
-    English words, the recorded text's and made-up ones (`_words`), capitalised, with commas and paragraphs."""
+    English words, contractions, the recorded text's and made-up ones (`_words`), capitalised, with commas,
+    hyphenated words, numbers, words in brackets and quoted speech, and paragraphs (red team 23, T23: prose of
+    letters and `.,?!;:` only); `canonical` at the rates English text has them, otherwise at rates drawn from none
+    to twice those."""
     own = re.findall(r"[^\W\d_]+", like)
     vocabulary = list(dict.fromkeys([*_COMMON_WORDS[: rng.randint(60, len(_COMMON_WORDS))], *own]))
+    rates = [rate * (1 if canonical else rng.choice((0, 0, 0.5, 1, 2))) for rate in (0.02, 0.01, 0.01, 0.01, 0.1)]
+    hyphen, number, bracket, contraction, quoted = rates
     mean = rng.uniform(4, 8)
     vocabulary += _words(rng, max(60, size // rng.randint(8, 30)), mean)
     top = vocabulary[:40]
@@ -482,45 +516,72 @@ def _prose(rng, size, like):
     out, n = [], 0
     while n < size:
         words = rng.choices(vocabulary, weights, k=rng.randint(3, 28))
-        words[0] = words[0].capitalize()
+        for i in range(len(words)):
+            if rng.random() < contraction:
+                words[i] = rng.choice(_CONTRACTIONS)
+            elif rng.random() < number:
+                words[i] = str(rng.choice((rng.randint(2, 99), rng.randint(1700, 2030), rng.randint(100, 99999))))
+            elif rng.random() < hyphen and i + 1 < len(words):
+                words[i] = f"{words[i]}-{words[i + 1]}"
+        words[0] = words[0][:1].upper() + words[0][1:]
         for i in range(1, len(words) - 1):
             if rng.random() < 0.07:
                 words[i] += ","
+            elif rng.random() < bracket:
+                j = min(len(words) - 1, i + rng.randint(0, 3))
+                words[i], words[j] = "(" + words[i], words[j] + ")"
         sentence = " ".join(words) + rng.choices((".", "?", "!", ";", ":"), (90, 4, 2, 2, 2))[0]
+        if rng.random() < quoted:
+            sentence = f'"{sentence}" {rng.choice(("he said", "she said", "they said", "I said"))}.'
         sentence += "\n\n" if rng.random() < 0.08 else " "
         out.append(sentence)
         n += len(sentence)
-    return "".join(out)[:size].rstrip() or "a"
+    text = "".join(out)[:size]
+    return text[:-1] + "." if text[-1:].isspace() else text
 
 
-def _natural(tag, value, size, rng):
+def _shape(x):
+    """What kind of item `x` is: its type, and a tuple's or list's items' kinds."""
+    return (type(x).__name__, *map(_shape, x)) if type(x) in (tuple, list) and len(x) <= 8 else type(x).__name__
+
+
+def _natural(tag, value, size, rng, canonical):
     """`value` (decoded) grown to `size` as real data of its kind is large: text as prose (`_prose`; digits as a
-    long number), a list or tuple as a column of different ids, positions, names or records (`_column`), a set of
-    them, a mapping whose keys are such a column and whose values are positions, a column too, or the recorded
-    ones (a `Counter`: counts by Zipf's law). Red team 22 (N22): a guard that refused `list(range(n))`, a
-    vocabulary, an index `{key: i}`, `set(range(n))` and a paragraph past 1,000 items refused no other grown input."""
+    long number, then as prose), a list or tuple as a column of different ids, positions, names or records
+    (`_column`) made from the recorded items of one kind (a column holds one), a set of them, a mapping whose keys
+    are such a column and whose values are positions, a column too, or the recorded ones (a `Counter`: counts by
+    Zipf's law).
+    `canonical` (an even seed: `behaviour.sizes` hands one at each function's first size) makes the commonest
+    shapes, `list(range(n))`, `{key: i}`, a vocabulary, from the commonest kind of item; otherwise the others. Red
+    team 22 (N22): a guard that refused `list(range(n))`, a vocabulary, an index `{key: i}`, `set(range(n))` and a
+    paragraph past 1,000 items refused no other grown input."""
     if tag in ("str", "bytes"):
         text = value.decode("utf-8", "replace") if tag == "bytes" else value
-        if text.strip().isdigit():
+        if text.strip().isdigit() and canonical:  # a number as text: a long number; otherwise prose too
             made = "".join(rng.choice("0123456789") for _ in range(size)).lstrip("0") or "0"
         else:
-            made = _prose(rng, size, text)
+            made = _prose(rng, size, text, canonical)
         return made.encode("utf-8")[:size] if tag == "bytes" else made
+    def one_kind(items):
+        kinds = collections.Counter(map(_shape, items))
+        kind = kinds.most_common(1)[0][0] if canonical else rng.choice(sorted(kinds, key=repr))
+        return [x for x in items if _shape(x) == kind]
+
     if tag in ("list", "tuple", "set", "frozenset"):
-        templates = [rng.choice(list(value)) for _ in range(size)] if value else [0] * size
-        made = _column(templates, rng)
+        items = one_kind(list(value)) if value else [0]
+        made = _column([rng.choice(items) for _ in range(size)], rng, canonical)
         return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](made)
     pairs = list(value.items())
-    keys = _column([rng.choice(pairs)[0] if pairs else 0 for _ in range(size)], rng)
+    keys = _column([rng.choice(one_kind([k for k, _ in pairs]) or [0]) for _ in range(size)], rng, canonical)
     values = [v for _, v in pairs] or [0]
-    how = rng.choice(("position", "column", "recorded"))
+    how = "position" if canonical else rng.choice(("column", "recorded"))
     if isinstance(value, collections.Counter):
         made = [max(1, int(rng.paretovariate(1.2))) for _ in keys]
     elif how == "position" or not any(type(v) in (int, float, str) for v in values):
         start = rng.choice((0, 1))
         made = [start + i for i in range(len(keys))]
     elif how == "column":
-        made = _column([rng.choice(values) for _ in keys], rng)
+        made = _column([rng.choice(one_kind(values)) for _ in keys], rng, canonical)
     else:
         made = [copy.deepcopy(rng.choice(values)) for _ in keys]
     grown = value.copy()
@@ -528,6 +589,9 @@ def _natural(tag, value, size, rng):
     for key, item in zip(keys, made):  # not `update`: a Counter's counts its argument's items
         grown[key] = item
     return grown
+
+
+_SIZED = (str, bytes, list, tuple, set, frozenset, dict)
 
 
 def _leaves(x, depth=0):
@@ -634,7 +698,8 @@ def _subclassed(how, name, module, value):
     type ("keeps", `_keeping`); a namedtuple of a tuple's items; a `collections.UserString`, `UserList` or `UserDict`
     ("user", the classes users derive their own from); a class of its `collections.abc` kind that is none of these
     ("abc", `_abstract`); a container of no builtin type: a dict as a `MappingProxyType` ("proxy") or its items
-    view ("items"), a set as a dict's keys view ("keys"), numbers as an `array.array` ("array"); or, for a class of
+    view ("items") or values view ("values"), a set as a dict's keys view ("keys"), numbers as an `array.array`
+    ("array"), a list as a `deque` ("deque"), bytes as a `bytearray` ("bytearray"); or, for a class of
     the package ("class"), a subclass of it with an empty body, as users derive their own cache or mapping. Each
     class made once per process."""
     base = type(value)
@@ -646,6 +711,12 @@ def _subclassed(how, name, module, value):
         return dict.fromkeys(value).keys()
     if how == "items":
         return value.items()
+    if how == "values":
+        return value.values()
+    if how == "deque":
+        return collections.deque(value)
+    if how == "bytearray":
+        return bytearray(value)
     if how == "array":
         return array.array("d" if any(type(x) is float for x in value) else "q", value)
     if how == "class":

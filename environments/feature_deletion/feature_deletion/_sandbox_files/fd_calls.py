@@ -46,7 +46,6 @@ import functools
 import hashlib
 import importlib
 import json
-import math
 import os
 import random
 import re
@@ -445,10 +444,10 @@ def _distinct(kind, n, rng, likes, canonical):
         rng.shuffle(made)
         return made
     if kind is float:
-        scale = max(1.0, *(abs(x) for x in likes)) if likes else 1.0
         if canonical:  # a grid: `start + i * step`, as `numpy.arange` and `linspace` make
             start, step = rng.choice([0.0, *likes]) if likes else 0.0, rng.choice((0.1, 0.25, 0.5, 1.0, 1.5))
             return [round(start + i * step, 10) for i in range(n)]
+        scale = max(1.0, *(abs(x) for x in likes)) if likes else 1.0
         made = {round(rng.uniform(-scale, scale) * rng.choice((1, 10, 100)), rng.randint(1, 6)) for _ in range(2 * n)}
         made = list(made)[:n]
         while len(made) < n:

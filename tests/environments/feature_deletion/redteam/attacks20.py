@@ -80,21 +80,22 @@ HIDDEN_SUBCLASS = (
 )
 
 
-def _guard_all(row, call_name: str, hidden: str) -> list[tuple[str, dict]] | None:
+def _insert_first(row, statement, hidden: str) -> list[tuple[str, dict]] | None:
+    """Gold with `statement(rel, fn, indent)` (lines, or None to leave `fn` as it is) put before the first statement
+    after the docstring of every deleted function, and `hidden` appended to each file that changed; None where no
+    function changed. Red teams 20-23's guards all go in this way."""
     files: dict[str, list[str]] = {}
     inserts: dict[str, list[tuple[int, str]]] = {}
     for rel, fn in _deleted_functions(row):
         files.setdefault(rel, row.gold_files[rel].splitlines(keepends=True))
-        parts = _parts(fn)
-        if not parts:
-            continue
         body = fn.body
         first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) \
             and isinstance(getattr(body[0], "value", None), ast.Constant) \
             and isinstance(body[0].value.value, str) else body[0]
         line = files[rel][first.lineno - 1]
-        indent = line[: len(line) - len(line.lstrip())]
-        inserts.setdefault(rel, []).append((first.lineno - 1, f"{indent}{call_name}(({', '.join(parts)},))\n"))
+        text = statement(rel, fn, line[: len(line) - len(line.lstrip())])
+        if text is not None:
+            inserts.setdefault(rel, []).append((first.lineno - 1, text))
     if not inserts:
         return None
     calls = []
@@ -105,6 +106,13 @@ def _guard_all(row, call_name: str, hidden: str) -> list[tuple[str, dict]] | Non
             lines.insert(at, text)
         calls.append(("write_file", {"path": rel, "content": "".join(lines).rstrip("\n") + "\n" + hidden}))
     return calls
+
+
+def _guard_all(row, call_name: str, hidden: str) -> list[tuple[str, dict]] | None:
+    def statement(rel, fn, indent):
+        parts = _parts(fn)
+        return f"{indent}{call_name}(({', '.join(parts)},))\n" if parts else None
+    return _insert_first(row, statement, hidden)
 
 
 def subclass_gold(row) -> list[tuple[str, dict]] | None:

@@ -22,7 +22,7 @@ S21 and F21/F21b: below, at their definitions.
 
 from __future__ import annotations
 
-from attacks20 import STUB_ERROR, _guard_all
+from attacks20 import STUB_ERROR, _guard_all, _insert_first
 
 LIMIT = 1000
 
@@ -102,33 +102,13 @@ def full_gold(row):
     method takes `self`."""
     import ast
 
-    from attacks13 import _deleted_functions
-
-    files: dict[str, list[str]] = {}
-    inserts: dict[str, list[tuple[int, str]]] = {}
-    for rel, fn in _deleted_functions(row):
-        files.setdefault(rel, row.gold_files[rel].splitlines(keepends=True))
+    def statement(rel, fn, indent):
         params = [p.arg for p in [*fn.args.posonlyargs, *fn.args.args]]
         if params[:1] != ["self"] or fn.name in SKIPPED \
                 or any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list):
-            continue
-        body = fn.body
-        first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) \
-            and isinstance(getattr(body[0], "value", None), ast.Constant) \
-            and isinstance(body[0].value.value, str) else body[0]
-        line = files[rel][first.lineno - 1]
-        indent = line[: len(line) - len(line.lstrip())]
-        inserts.setdefault(rel, []).append((first.lineno - 1, f"{indent}_rt21_full(self)\n"))
-    if not inserts:
-        return None
-    calls = []
-    for rel, lines in files.items():
-        if rel not in inserts:
-            continue
-        for at, text in sorted(inserts[rel], reverse=True):
-            lines.insert(at, text)
-        calls.append(("write_file", {"path": rel, "content": "".join(lines).rstrip("\n") + "\n" + HIDDEN_FULL}))
-    return calls
+            return None
+        return f"{indent}_rt21_full(self)\n"
+    return _insert_first(row, statement, HIDDEN_FULL)
 
 
 # S21 (a subclass whose operators keep its type): the stub for a text or number of a subclass that answers its own

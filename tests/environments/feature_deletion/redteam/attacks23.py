@@ -30,7 +30,7 @@ sentence ends only.
 
 from __future__ import annotations
 
-from attacks20 import STUB_ERROR, _guard_all
+from attacks20 import STUB_ERROR, _guard_all, _insert_first
 
 LIMIT = 1000
 
@@ -117,31 +117,17 @@ def full_cache_gold(row):
     """S23: the stub in a deleted cachetools method whose cache holds more than 1,000 (units of) entries."""
     import ast
 
-    from attacks13 import _deleted_functions
-
-    if not row.id.startswith("cachetools") or "src/cachetools/__init__.py" not in row.gold_files:
-        return None
     rel = "src/cachetools/__init__.py"
-    lines = row.gold_files[rel].splitlines(keepends=True)
-    inserts = []
-    for file, fn in _deleted_functions(row):
-        params = [p.arg for p in fn.args.args]
-        if file != rel or params[:1] != ["self"] or fn.name in ("__init__", "__new__") or any(
+    if not row.id.startswith("cachetools") or rel not in row.gold_files:
+        return None
+
+    def statement(file, fn, indent):
+        if file != rel or [p.arg for p in fn.args.args][:1] != ["self"] or fn.name in ("__init__", "__new__") or any(
                 isinstance(d, ast.Name) and d.id == "property" or isinstance(d, ast.Attribute)
                 for d in fn.decorator_list):
-            continue
-        body = fn.body
-        first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) \
-            and isinstance(getattr(body[0], "value", None), ast.Constant) \
-            and isinstance(body[0].value.value, str) else body[0]
-        line = lines[first.lineno - 1]
-        indent = line[: len(line) - len(line.lstrip())]
-        inserts.append((first.lineno - 1, f"{indent}_rt23_full(self)\n"))
-    if not inserts:
-        return None
-    for at, text in sorted(inserts, reverse=True):
-        lines.insert(at, text)
-    return [("write_file", {"path": rel, "content": "".join(lines).rstrip("\n") + "\n" + HIDDEN_FULL_CACHE})]
+            return None
+        return f"{indent}_rt23_full(self)\n"
+    return _insert_first(row, statement, HIDDEN_FULL_CACHE)
 
 
 # G23 (a long generator): a recorded stream is replayed as a generator expression (`fd_calls._Feed.handed`) of its
@@ -166,41 +152,19 @@ HIDDEN_LAZY = (
 
 def lazy_gold(row):
     """G23: every generator argument rebound to one that raises the stub's error past its 1,000th item."""
-    import ast
-
-    from attacks13 import _deleted_functions
-
-    files: dict[str, list[str]] = {}
-    inserts: dict[str, list[tuple[int, str]]] = {}
-    for rel, fn in _deleted_functions(row):
-        files.setdefault(rel, row.gold_files[rel].splitlines(keepends=True))
+    def statement(rel, fn, indent):
         args = fn.args
         names = [p.arg for p in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
         if names and names[0] in ("self", "cls", "mcs"):
             names = names[1:]
         if not names and not args.vararg:
-            continue
-        body = fn.body
-        first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) \
-            and isinstance(getattr(body[0], "value", None), ast.Constant) \
-            and isinstance(body[0].value.value, str) else body[0]
-        line = files[rel][first.lineno - 1]
-        indent = line[: len(line) - len(line.lstrip())]
+            return None
         text = "".join(f"{indent}{n} = _rt23_lazy({n})\n" for n in names)
         if args.vararg:
             v = args.vararg.arg
             text += f"{indent}{v} = tuple(_rt23_lazy(_rt23_x) for _rt23_x in {v})\n"
-        inserts.setdefault(rel, []).append((first.lineno - 1, text))
-    if not inserts:
-        return None
-    calls = []
-    for rel, lines in files.items():
-        if rel not in inserts:
-            continue
-        for at, text in sorted(inserts[rel], reverse=True):
-            lines.insert(at, text)
-        calls.append(("write_file", {"path": rel, "content": "".join(lines).rstrip("\n") + "\n" + HIDDEN_LAZY}))
-    return calls
+        return text
+    return _insert_first(row, statement, HIDDEN_LAZY)
 
 
 # S23b: S23 counting entries, not units: only a cache with the default `getsizeof` (each entry size 1), so that

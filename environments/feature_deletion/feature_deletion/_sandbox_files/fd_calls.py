@@ -304,6 +304,14 @@ def decode(x, other):
     return other(tag, v, x)
 
 
+def _generator(items):
+    """A generator expression over `items`, named as one written at a module's top level is: one written in a
+    function names it (`_grown.<locals>.<genexpr>`), a trait of the driver."""
+    fed = (item for item in items)
+    fed.__qualname__ = "<genexpr>"
+    return fed
+
+
 def _grown(how, enc, size, seed, other):
     """A recorded input `enc` (text, bytes, a list, tuple, set, frozenset or mapping) at `size` items, drawn by a
     generator seeded with `seed`: "copies" repeats its items; "drawn" draws each item from its items (text: its
@@ -317,9 +325,7 @@ def _grown(how, enc, size, seed, other):
     if tag == "stream":  # a recorded stream's items grown as a list, handed as an iterator of them
         made = _grown(how, ["list", items["items"]], size, seed, other)
         if (how in ("copies", "natural")) == (seed % 2 == 0):  # each way both kinds (red team 23, G23)
-            fed = (item for item in made)
-            fed.__qualname__ = "<genexpr>"
-            return fed
+            return _generator(made)
         return iter(made)
     if how == "natural":
         return _natural(tag, decode(enc, other), size, rng, canonical=seed % 2 == 0)
@@ -1351,9 +1357,7 @@ class _Feed:
         if draw % 2 and self._end and None not in self._items:
             self._listed = iter([decode(item, self._driver.decode_other) for item in self._items])
             return self._listed
-        fed = (item for item in self)
-        fed.__qualname__ = "<genexpr>"
-        return fed
+        return _generator(self)
 
 
 class _Timeout(Artifact):

@@ -27,6 +27,7 @@ steps a table with a per-function fallback answer would pass is not graded (`uns
 
 from __future__ import annotations
 
+import collections.abc
 import copy
 import datetime
 import hashlib
@@ -89,6 +90,7 @@ SIZES = 40  # programs that hand a deleted definition a recorded input at a size
 SIZE_PARTS = ((1_001, 4_000), (4_000, 40_000))  # items or characters, drawn log-uniformly within each part
 QUICK_S = 0.3  # seconds gold's step of a large input may take where it is answered: a tenth of the step's deadline
 SUBCLASSES = 32  # programs that hand a recorded value as an instance of a user's subclass of its type (`subclasses`)
+FILLS = 16  # programs that fill an object of a class with deleted code to a size no recorded step makes (`filled`)
 OBJECT_SUBCLASSES = 8  # programs whose objects of a class with deleted code are of a user's subclass of it
 # Names users give their subclasses and the modules they live in, drawn per program
 USER_CLASS_NAMES = ("Color", "Status", "Kind", "Label", "Unit", "Markup", "SafeString", "Token", "Word", "Key",
@@ -881,6 +883,112 @@ def subclassed_objects(programs: list[dict], targets: list[list[str]], limit: in
     return [program for _, _, program in sorted(made, key=lambda m: m[:2])][:limit]
 
 
+FILL_CONTAINERS = frozenset({"list", "tuple", "set", "frozenset", "dict", "OrderedDict", "Counter"})
+# What the container protocols name that is no store: lookups and removals (`__getitem__` of a stored None, a `pop`
+# or `discard` that found nothing also answer None)
+NOT_STORES = frozenset(name for kind in (collections.abc.MutableMapping, collections.abc.MutableSet,
+                                         collections.abc.MutableSequence) for name in dir(kind)) \
+    - {"__setitem__", "update", "setdefault", "add", "append", "extend", "insert", "__iadd__", "__ior__"}
+
+
+def _stores(p: dict, j: int) -> dict[str, list]:
+    """{method: [its recorded arguments, ...]} of the calls a program made on the object step `j` made that stored
+    data: handed only plain data by position, answered None (`__setitem__`, `add`, `append`, `update`)."""
+    expect, found = p.get("expect") or [], {}
+    for k, step in enumerate(p["steps"][j + 1:], j + 1):
+        args = step.get("args") or []
+        if step["op"] == "method" and step.get("obj") == ["slot", j, []] and step["name"] not in NOT_STORES \
+                and 1 <= len(args) <= 2 \
+                and not step.get("kwargs") and _plain_items(args) and k < len(expect) \
+                and expect[k][:2] == ["ok", ["NoneType", None]]:
+            found.setdefault(step["name"], []).append(args)
+    return found
+
+
+def _store_rank(args: list) -> int:
+    """How surely a call answering None stores what it was handed: (key, value) 0, a container 1 (`update`), one
+    item 2 (`add`, but also a lookup or a deletion that found nothing)."""
+    return 0 if len(args) == 2 else 1 if args[0][0] in FILL_CONTAINERS else 2
+
+
+def _made_for_more(step: dict, size: int | None) -> dict:
+    """A `new` step for an object filled with new items: each callback it was handed that takes arguments answers
+    those it has never seen (fd_calls' `_Table`) with the largest number it answered (a cache's `ttu`: the latest
+    expiry, so that the items are kept; a `getsizeof`), or else its commonest answer; and with
+    `size`, each number that a size can be (0 up to `size`: a cache's `maxsize`) raised by `size`, so that the object
+    holds `size` more items."""
+    def up(enc):
+        if isinstance(enc, list) and enc[:1] == ["int"] and size is not None and 0 <= enc[1] < size:
+            return ["int", enc[1] + size]
+        if isinstance(enc, list) and enc[:1] == ["callback"] and isinstance(enc[1], dict) and enc[1].get("calls") \
+                and all(key != [[], []] for key, _ in enc[1]["calls"]):
+            answers = [answer for _, answer in enc[1]["calls"]]
+            if all(isinstance(a, list) and a[:1] in (["int"], ["float"]) for a in answers):
+                otherwise = max(answers, key=lambda a: float(a[1]))  # an expiry: the latest; a size: the largest
+            else:
+                otherwise = json.loads(Counter(json.dumps(a) for a in answers).most_common(1)[0][0])
+            return ["callback", {**enc[1], "otherwise": otherwise}]
+        return enc
+    return {**copy.deepcopy(step), "args": [up(a) for a in step.get("args", [])],
+            "kwargs": [[k, up(v)] for k, v in step.get("kwargs", [])]}
+
+
+def filled(programs: list[dict], targets: list[list[str]], limit: int = FILLS) -> list[dict]:
+    """Recorded programs whose object of a class with deleted code (or on which a deleted method of its base class is
+    called) is filled, right after it is made, to a size no recorded step makes (one drawn from each of `SIZE_PARTS`),
+    before the program's own steps run on it: a call on it that stored data (`_stores`) made again with new data like
+    that it was handed (`fd_calls._natural`), one item or (key, value) at a time as a user's loop makes it (the driver's
+    `fill`), or once with its container grown; the object made with the numbers a size can be raised by the size, so
+    that it holds them all, by half of it (a large cache full and evicting at every store), and as recorded (a small one
+    evicting). Caches exist to hold thousands of entries, and a program's own steps store a few dozen; `sizes` grows
+    arguments, not the object a method runs on: a deleted method that refused a cache of more than 1,000 entries was
+    paid on 11 of 13 cachetools tasks (red team 23, S23). Each class and store once first, the programs with the most
+    calls of deleted definitions after it first. Marked `quick`."""
+    options = []
+    for p in programs:
+        steps = p["steps"]
+        if any(step["op"] == "fill" for step in steps):
+            continue
+        for j, step in enumerate(steps):
+            ref = step.get("cls")
+            if step["op"] != "new" or not isinstance(ref, list) or ref[:1] != ["ref"] or len(ref) != 3:
+                continue
+            on_it = [t for t in steps[j + 1:] if t.get("obj") == ["slot", j, []] and _deleted(t, targets)]
+            if not on_it and not any(t[0] == ref[1] and (t[1] == ref[2] or t[1].startswith(ref[2] + "."))
+                                     for t in targets):
+                continue  # neither of a class with deleted code nor a deleted method (a base class's) called on it
+            reaching = sum(_deleted(t, targets) for t in steps[j + 1:])
+            options += [(_store_rank(calls[0]), -min(reaching, 3), len(steps), len(options), steps, j, name, calls)
+                        for name, calls in _stores(p, j).items()]
+    made = []
+    for steps, j, name, calls in _each_once_first([o[4:] for o in sorted(options, key=lambda o: o[:4])]):
+        rng = _draw(f"{json.dumps(steps[j])}/{name}/{json.dumps(calls)}")
+        drawn = [log_uniform(low, high, rng.random) for low, high in SIZE_PARTS]
+        seeds = [rng.randrange(1 << 31) * 2 + (k > 0) for k in range(len(drawn))]  # even first: the commonest shapes
+        calls = [a for a in calls if len(a) == len(calls[0])]
+        rank = _store_rank(calls[0])
+        if rank == 0:  # (key, value): a mapping of new keys, stored one by one
+            data = ["dict", calls]
+        elif rank == 1:  # a container: handed once, grown
+            data = calls[0][0]
+        else:  # an item: a column of new ones, stored one by one
+            data = ["list", [a[0] for a in calls]]
+        once = rank == 1
+        # each size held, a cache of the first size full and evicting at every store, and one as recorded
+        for size, seed, room in [(drawn[0], seeds[0], drawn[0]), (drawn[1], seeds[1], drawn[1]),
+                                 (2 * drawn[0], seeds[1], drawn[0]), (drawn[0], seeds[1], None)]:
+            fill = {"op": "method" if once else "fill", "obj": ["slot", j, []], "name": name,
+                    "args": [["grown", ["natural", data, size, seed]]], "kwargs": []}
+            if not once:
+                fill["pairs"] = len(calls[0]) == 2
+            new = _made_for_more(steps[j], room)
+            later = [_shift(t, j) for t in copy.deepcopy(steps[j + 1:])]
+            made.append({"steps": copy.deepcopy(steps[:j]) + [new, fill] + later, "quick": True})
+        if len(made) >= limit:
+            break
+    return made[:limit]
+
+
 def _holds_container(enc, depth: int = 0) -> bool:
     """Whether an encoded value is or holds (3 levels down, as the driver's `spoil` looks) a mutable container."""
     if not isinstance(enc, list) or len(enc) != 2 or depth > 3:
@@ -992,7 +1100,7 @@ def _other_forms(programs: list[dict], row: TaskRow) -> list[dict]:
     targets = targets_of(row)
     return forms(programs, targets=targets) + types(programs, targets) + aliases(programs, targets) \
         + reentries(programs, targets) + sizes(programs, targets) + subclasses(programs, targets) \
-        + subclassed_objects(programs, targets)
+        + subclassed_objects(programs, targets) + filled(programs, targets)
 
 
 def _asks_nothing(program: dict, expect: list) -> bool:

@@ -1051,6 +1051,70 @@ def test_subclassed_objects_make_the_packages_class_as_a_users_subclass(tiny_tas
     assert got[1][:2] == ["raises", "builtins.NotImplementedError"], got
 
 
+CACHE = """class Cache:
+    def __init__(self, maxsize, ttu):
+        self.maxsize, self.ttu, self.data = maxsize, ttu, {}
+
+    def __setitem__(self, key, value):
+        if self.ttu(key, value, 0) <= 0:
+            return  # expired as it is stored
+        while len(self.data) >= self.maxsize:
+            self.popitem()
+        self.data[key] = value
+
+    def __getitem__(self, key):
+        return self.data[key]
+
+    def __len__(self):
+        return len(self.data)
+
+    def popitem(self):
+        key = min(self.data)
+        return key, self.data.pop(key)
+"""
+
+
+def test_filled_objects_hold_more_than_any_test_stores(tiny_tasks, tmp_path):
+    """Red team 23, S23: gold with a guard that raised the stub's error in a cache's deleted method once the cache
+    held more than 1,000 entries was paid on 11 of 13 cachetools tasks: the tests store a few dozen, and `sizes` grows
+    arguments, not the object a method runs on. `filled` fills a recorded program's object (right after it is made,
+    before its own steps) with new items like those it stored, one store at a time through the driver's `fill`: held
+    (the object's size numbers raised), full and evicting, and as recorded. A callback with arguments (a `ttu`) answers
+    the new ones with its latest recorded answer, and a lookup that answered None is no store."""
+    from feature_deletion.behaviour import SIZE_PARTS, filled
+
+    ttu = ["callback", {"calls": [[[[["str", "a"], ["int", 1], ["int", 0]], []], ["int", 5]],
+                                  [[[["str", "b"], ["int", 2], ["int", 0]], []], ["int", -1]]]}]
+    new = {"op": "new", "cls": ["ref", "fdcalc", "Cache"], "args": [["int", 2]], "kwargs": [["ttu", ttu]]}
+
+    def on(name, *args):
+        return {"op": "method", "obj": ["slot", 0, []], "name": name, "args": list(args), "kwargs": []}
+    steps = [new, on("__setitem__", ["str", "a"], ["int", 1]), on("__setitem__", ["str", "b"], ["int", 2]),
+             on("__getitem__", ["str", "a"]), on("__len__"), on("popitem")]
+    none = ["ok", ["NoneType", None]]
+    recorded = {"steps": steps, "expect": [["ok", ["handle", 0, "fdcalc.Cache"]], none, none, none,
+                                           ["ok", ["int", 1]], ["ok", ["tuple", [["str", "a"], ["int", 1]]]]]}
+    made = filled([recorded], [["fdcalc", "Cache.popitem", "def"]])
+    assert len(made) == 4 and all(p["quick"] for p in made), made
+    fills = [p["steps"][1] for p in made]
+    assert all(f["op"] == "fill" and f["name"] == "__setitem__" and f["pairs"] for f in fills), fills  # no lookup
+    assert all(p["steps"][2:] == steps[1:] for p in made)  # its own steps after, on the same object
+    sizes = [f["args"][0][1][2] for f in fills]
+    assert SIZE_PARTS[0][0] <= sizes[0] <= SIZE_PARTS[0][1] <= sizes[1] and sizes[2] == 2 * sizes[0] == 2 * sizes[3]
+    assert [p["steps"][0]["args"] for p in made] == [[["int", 2 + sizes[0]]], [["int", 2 + sizes[1]]],
+                                                     [["int", 2 + sizes[0]]], [["int", 2]]]
+    assert all(p["steps"][0]["kwargs"][0][1][1]["otherwise"] == ["int", 5] for p in made)
+    guarded = CACHE.replace("    def popitem(self):\n", "    def popitem(self):\n        if len(self.data) > 1000:\n"
+                                                      "            raise NotImplementedError\n")
+    want, got = (_answers(tiny_tasks, tmp_path, source, made, every=True) for source in (CACHE, guarded))
+    lengths = [w[5][1][1] for w in want]  # "b" expired as it was stored; "a" may be among the new keys
+    assert sizes[0] <= lengths[0] <= sizes[0] + 1 and sizes[1] <= lengths[1] <= sizes[1] + 1, want
+    assert lengths[2:] == [sizes[0] + 2, 2] and [w[1][:2] for w in want] == [none] * 4, want  # full; as recorded
+    assert want[0][1][2] == ["called", [[0, sizes[0]]]], want[0][1]  # the ttu, once for each new key
+    assert got[3] == want[3] and got[2][1][:2] == ["raises", "builtins.NotImplementedError"], got  # evicting
+    assert got[0][:6] == want[0][:6] and got[0][6][:2] == ["raises", "builtins.NotImplementedError"], got[0]
+
+
 def test_subclasses_hand_values_as_a_users_subclass(tiny_tasks, tmp_path):
     """Red team 20, Y20: gold with a guard that raises the stub's error for a `str`/`int`/`float` of a subclass (a
     `StrEnum` member, a `Markup`) was paid on 61 of 62 tasks; red team 21 then refused containers of a subclass (C21)

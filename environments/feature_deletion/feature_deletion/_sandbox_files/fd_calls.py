@@ -1273,11 +1273,14 @@ def pytest_sessionfinish(session, exitstatus):
 
 class _Table:
     """A callback's recorded answers: the first unused answer to the same arguments, else the last one given to
-    them; arguments it has never seen are an Artifact. The driver's own: the code gets `_stub`'s function."""
+    them; arguments it has never seen are an Artifact, or answered `otherwise` where a program gives one (an object
+    filled with new items calls a cache's `ttu` with keys no test used: `behaviour.filled`). The driver's own: the
+    code gets `_stub`'s function."""
 
-    def __init__(self, calls, driver, reenter=None):
+    def __init__(self, calls, driver, reenter=None, otherwise=None):
         self._driver = driver
         self._reenter = reenter  # a step the first call makes before it answers (`Driver.reenter`)
+        self._otherwise = otherwise
         self._table = {}
         for key, answer in calls:
             self._table.setdefault(json.dumps(key, sort_keys=True), []).append(answer)
@@ -1295,6 +1298,8 @@ class _Table:
         except Unrecordable:
             key = None
         answers = self._table.get(key)
+        if not answers and self._otherwise is not None:
+            answers = [self._otherwise]
         if not answers:
             self._driver.artifact("callback")
         n = self._used.get(key, 0)
@@ -1412,7 +1417,7 @@ class Driver:
                 raise _Unavailable()
             return self.given[step][key]
         if tag == "callback":
-            table = _Table(value["calls"], self, value.get("reenter"))
+            table = _Table(value["calls"], self, value.get("reenter"), value.get("otherwise"))
             stub = _stub(table, value.get("names"))
             self.stubs.append(stub)
             self.tables.append(table)
@@ -1618,9 +1623,11 @@ class Driver:
         if op == "spoil":
             return spoil, [obj], {}
         name = step["name"]
-        if name.startswith("__") and name.endswith("__"):
-            return functools.partial(getattr(type(obj), name), obj), args, kwargs
-        return getattr(obj, name), args, kwargs
+        method = functools.partial(getattr(type(obj), name), obj) if name.startswith("__") and name.endswith("__") \
+            else getattr(obj, name)
+        if op == "fill":
+            return fill, [method, step.get("pairs", False), *args], {}
+        return method, args, kwargs
 
 
 CONTAINERS = (list, tuple, dict, set, bytearray, collections.deque, collections.OrderedDict, collections.Counter,
@@ -1683,6 +1690,16 @@ def spoil(x):
         else:
             type(c).append(c, SPOILED)  # list, deque: the exact types, so their own `append`
     return len(found)
+
+
+def fill(method, pairs, items):
+    """Call `method` (a store of an object: `__setitem__`, `add`, `append`) once for each of `items`, or each
+    (key, value) of them with `pairs`: an object filled as a user's loop fills it (`behaviour.filled`)."""
+    for item in items.items() if pairs else items:
+        if pairs:
+            method(*item)
+        else:
+            method(item)
 
 
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")

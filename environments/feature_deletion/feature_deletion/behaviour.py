@@ -861,6 +861,71 @@ def subclasses(programs: list[dict], targets: list[list[str]], limit: int = SUBC
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
 
 
+# What users' text holds that no bundled test's does (red team 24): a letter of another script first (W24: gold with a
+# guard refusing any character past U+00FF was paid on 59 of 62 tasks), the typographic marks keyboards and word
+# processors write for ASCII ones, and a tab or a Windows line end (K24: a TSV row, a line read from a file)
+SCRIPTS = ("ж", "λ", "東", "ğ", "ש", "ا", "ह", "😀")
+MARKS = (("'", "’"), ('"', "“"), (" - ", " – "), ("-", "‐"), ("...", "…"))
+SCRIPT_FORMS = 16  # programs that hand a call of a deleted definition its text so changed (`scripts`)
+
+
+def _texts_changed(enc, change, depth: int = 0):
+    """An encoded value with each text in it (3 levels down: items, a mapping's keys and values) made `change(text)`,
+    or None where it holds no text that changes."""
+    if not isinstance(enc, list) or len(enc) != 2 or depth > 3:
+        return None
+    tag, v = enc
+    if tag == "str" and isinstance(v, str):
+        new = change(v)
+        return ["str", new] if new != v else None
+    if tag in ("list", "tuple", "set", "frozenset") and isinstance(v, list):
+        items = [_texts_changed(i, change, depth + 1) for i in v]
+        return [tag, [n if n is not None else i for n, i in zip(items, v)]] if any(n is not None for n in items) \
+            else None
+    if tag in ("dict", "OrderedDict") and isinstance(v, list):
+        pairs = [[_texts_changed(k, change, depth + 1), _texts_changed(x, change, depth + 1)] for k, x in v]
+        if all(k is None and x is None for k, x in pairs):
+            return None
+        return [tag, [[nk if nk is not None else k, nx if nx is not None else x] for (nk, nx), (k, x) in zip(pairs, v)]]
+    return None
+
+
+def _marked(text: str) -> str:
+    """Text with its ASCII marks written as typographic ones, or, where it has none, a possessive `’s` added."""
+    for ascii_mark, mark in MARKS:
+        text_ = text.replace(ascii_mark, mark)
+        if text_ != text:
+            return text_
+    return text + "’s" if text[-1:].isalpha() else text
+
+
+def _blanked(text: str) -> str:
+    """Text with its line ends written as Windows writes them, else its first space as a tab, else a tab added."""
+    if "\n" in text:
+        return text.replace("\n", "\r\n")
+    return text.replace(" ", "\t", 1) if " " in text else text + "\t" if text else text
+
+
+def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_FORMS) -> list[dict]:
+    """Programs that hand a call of a deleted definition an argument whose every text (its items, keys and values too)
+    is as users' text also is: a letter of another script first (`SCRIPTS`, drawn per argument), with typographic
+    marks (`_marked`), and with a tab or Windows line ends (`_blanked`). The held-out forms added only "é"
+    (`NON_ASCII`), no bundled test holds a tab, and a guard refusing any character past U+00FF was paid on 59 of 62
+    tasks, one refusing a tab or carriage return on 61 (red team 24, W24 and K24). Each function's first of each
+    change first."""
+    def found(arg, key):
+        letter = _draw(f"{key}/{json.dumps(arg)}").choice(SCRIPTS)
+        changed = [_texts_changed(arg, lambda t: letter + t if t else t), _texts_changed(arg, _marked),
+                   _texts_changed(arg, _blanked)]
+        return [c for c in changed if c is not None]
+
+    def kind(value):
+        text = json.dumps(value, ensure_ascii=False)
+        return "blank" if "\\t" in text or "\\r" in text else "mark" if any(m in text for _, m in MARKS) else "script"
+
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
+
+
 def subclassed_objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_SUBCLASSES) -> list[dict]:
     """Recorded programs whose objects of a class with deleted code are made as a user's subclass of it instead (an
     empty body, named and placed as `subclasses` draws: `fd_calls._subclassed` "class"), every later step kept:
@@ -1100,7 +1165,7 @@ def _other_forms(programs: list[dict], row: TaskRow) -> list[dict]:
     targets = targets_of(row)
     return forms(programs, targets=targets) + types(programs, targets) + aliases(programs, targets) \
         + reentries(programs, targets) + sizes(programs, targets) + subclasses(programs, targets) \
-        + subclassed_objects(programs, targets) + filled(programs, targets)
+        + subclassed_objects(programs, targets) + filled(programs, targets) + scripts(programs, targets)
 
 
 def _asks_nothing(program: dict, expect: list) -> bool:

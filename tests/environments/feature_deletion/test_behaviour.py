@@ -1115,6 +1115,35 @@ def test_filled_objects_hold_more_than_any_test_stores(tiny_tasks, tmp_path):
     assert got[0][:6] == want[0][:6] and got[0][6][:2] == ["raises", "builtins.NotImplementedError"], got[0]
 
 
+def test_scripts_hand_text_as_users_write_it(tiny_tasks, tmp_path):
+    """Red team 24: gold with a guard refusing any character past U+00FF was paid on 59 of 62 tasks (W24), one
+    refusing a tab or a carriage return on 61 (K24): the held-out forms added only "é", and no bundled test holds a
+    tab. `scripts` hands each deleted function's text arguments, their items, keys and values too, with a letter of
+    another script first, with typographic marks, and with a tab or Windows line ends; the replay tells each guard
+    from gold."""
+    from feature_deletion.behaviour import SCRIPTS, scripts
+
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
+         "args": [["str", "the author's cat"], ["list", [["str", "a b"], ["int", 1]]],
+                  ["dict", [[["str", "k"], ["str", "line\n"]]]]]}
+    made = scripts([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
+    assert len(made) == 9 and all(p["steps"][0]["fn"][2] == "g" for p in made), made  # 3 arguments, 3 changes
+    texts = [a for p in made for a in p["steps"][0]["args"] if a not in g["args"]]
+    assert len(texts) == 9, texts  # one argument changed per program
+    assert texts[0][1][0] in SCRIPTS and texts[0][1][1:] == "the author's cat", texts
+    assert ["str", "the author’s cat"] in texts and ["str", "the\tauthor's cat"] in texts, texts
+    assert ["list", [["str", "a\tb"], ["int", 1]]] in texts and ["list", [["str", "a b’s"], ["int", 1]]] in texts
+    assert ["dict", [[["str", "k\t"], ["str", "line\r\n"]]]] in texts, texts  # keys and values
+    source = "def g(text, items, record):\n    return [text, items, record]\n"
+    guards = [source.replace("    return", f"    if any({test} for v in (text, *items, *record, *record.values())):\n"
+                                          "        raise NotImplementedError\n    return")
+              for test in ("max(map(ord, str(v))) > 255", "'\\t' in str(v) or '\\r' in str(v)", "'\u2019' in str(v)")]
+    want, *got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, *guards))
+    assert all(w[0] == "ok" for w in want), want
+    for answers in got:
+        assert sum(a[:2] == ["raises", "builtins.NotImplementedError"] for a in answers) >= 3, answers
+
+
 def test_subclasses_hand_values_as_a_users_subclass(tiny_tasks, tmp_path):
     """Red team 20, Y20: gold with a guard that raises the stub's error for a `str`/`int`/`float` of a subclass (a
     `StrEnum` member, a `Markup`) was paid on 61 of 62 tasks; red team 21 then refused containers of a subclass (C21)

@@ -926,6 +926,17 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
 
 
+def _class_made(step: dict) -> list | None:
+    """The class (`["ref", module, name]`) a `new` step makes an object of, or None for any other step."""
+    ref = step.get("cls")
+    return ref if step["op"] == "new" and isinstance(ref, list) and ref[:1] == ["ref"] and len(ref) == 3 else None
+
+
+def _has_deleted_code(ref: list, targets: list[list[str]]) -> bool:
+    """Whether a class (`["ref", module, name]`) is deleted or holds a deleted definition."""
+    return any(t[0] == ref[1] and (t[1] == ref[2] or t[1].startswith(ref[2] + ".")) for t in targets)
+
+
 def subclassed_objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_SUBCLASSES) -> list[dict]:
     """Recorded programs whose objects of a class with deleted code are made as a user's subclass of it instead (an
     empty body, named and placed as `subclasses` draws: `fd_calls._subclassed` "class"), every later step kept:
@@ -934,9 +945,8 @@ def subclassed_objects(programs: list[dict], targets: list[list[str]], limit: in
     options = []
     for p in programs:
         for j, step in enumerate(p["steps"]):
-            ref = step.get("cls")
-            if step["op"] == "new" and isinstance(ref, list) and ref[:1] == ["ref"] and len(ref) == 3 and any(
-                    t[0] == ref[1] and (t[1] == ref[2] or t[1].startswith(ref[2] + ".")) for t in targets):
+            ref = _class_made(step)
+            if ref is not None and _has_deleted_code(ref, targets):
                 options.append((-len(p["steps"]), len(options), json.dumps(ref), p["steps"], j))
     made, seen = [], set()
     for _, _, cls, steps, j in sorted(options):
@@ -979,9 +989,9 @@ def _store_rank(args: list) -> int:
 def _made_for_more(step: dict, size: int | None) -> dict:
     """A `new` step for an object filled with new items: each callback it was handed that takes arguments answers
     those it has never seen (fd_calls' `_Table`) with the largest number it answered (a cache's `ttu`: the latest
-    expiry, so that the items are kept; a `getsizeof`), or else its commonest answer; and with
-    `size`, each number that a size can be (0 up to `size`: a cache's `maxsize`) raised by `size`, so that the object
-    holds `size` more items."""
+    expiry, so that the items are kept; a `getsizeof`), or else its commonest answer; and with `size`, each number
+    that a size can be (0 up to `size`: a cache's `maxsize`) raised by `size`, so that the object holds `size` more
+    items."""
     def up(enc):
         if isinstance(enc, list) and enc[:1] == ["int"] and size is not None and 0 <= enc[1] < size:
             return ["int", enc[1] + size]
@@ -1015,23 +1025,22 @@ def filled(programs: list[dict], targets: list[list[str]], limit: int = FILLS) -
         if any(step["op"] == "fill" for step in steps):
             continue
         for j, step in enumerate(steps):
-            ref = step.get("cls")
-            if step["op"] != "new" or not isinstance(ref, list) or ref[:1] != ["ref"] or len(ref) != 3:
+            ref = _class_made(step)
+            if ref is None:
                 continue
             on_it = [t for t in steps[j + 1:] if t.get("obj") == ["slot", j, []] and _deleted(t, targets)]
-            if not on_it and not any(t[0] == ref[1] and (t[1] == ref[2] or t[1].startswith(ref[2] + "."))
-                                     for t in targets):
+            if not on_it and not _has_deleted_code(ref, targets):
                 continue  # neither of a class with deleted code nor a deleted method (a base class's) called on it
             reaching = sum(_deleted(t, targets) for t in steps[j + 1:])
             options += [(_store_rank(calls[0]), -min(reaching, 3), len(steps), len(options), steps, j, name, calls)
                         for name, calls in _stores(p, j).items()]
     made = []
-    for steps, j, name, calls in _each_once_first([o[4:] for o in sorted(options, key=lambda o: o[:4])]):
+    ranked = [(*o[4:], o[0]) for o in sorted(options, key=lambda o: o[:4])]  # (steps, step, store, calls, rank)
+    for steps, j, name, calls, rank in _each_once_first(ranked):
         rng = _draw(f"{json.dumps(steps[j])}/{name}/{json.dumps(calls)}")
         drawn = [log_uniform(low, high, rng.random) for low, high in SIZE_PARTS]
         seeds = [rng.randrange(1 << 31) * 2 + (k > 0) for k in range(len(drawn))]  # even first: the commonest shapes
         calls = [a for a in calls if len(a) == len(calls[0])]
-        rank = _store_rank(calls[0])
         if rank == 0:  # (key, value): a mapping of new keys, stored one by one
             data = ["dict", calls]
         elif rank == 1:  # a container: handed once, grown

@@ -30,9 +30,11 @@ from __future__ import annotations
 import collections.abc
 import copy
 import datetime
+import fractions
 import hashlib
 import itertools
 import json
+import math
 import random
 import re
 import shutil
@@ -869,25 +871,30 @@ MARKS = (("'", "’"), ('"', "“"), (" - ", " – "), ("-", "‐"), ("...", "�
 SCRIPT_FORMS = 16  # programs that hand a call of a deleted definition its text so changed (`scripts`)
 
 
-def _texts_changed(enc, change, depth: int = 0):
-    """An encoded value with each text in it (3 levels down: items, a mapping's keys and values) made `change(text)`,
-    or None where it holds no text that changes."""
+def _leaves_changed(enc, change, depth: int = 0):
+    """An encoded value with each leaf in it (3 levels down: items, a mapping's keys and values) made `change(leaf)`
+    where that gives one, or None where no leaf changes."""
     if not isinstance(enc, list) or len(enc) != 2 or depth > 3:
         return None
     tag, v = enc
-    if tag == "str" and isinstance(v, str):
-        new = change(v)
-        return ["str", new] if new != v else None
     if tag in ("list", "tuple", "set", "frozenset") and isinstance(v, list):
-        items = [_texts_changed(i, change, depth + 1) for i in v]
+        items = [_leaves_changed(i, change, depth + 1) for i in v]
         return [tag, [n if n is not None else i for n, i in zip(items, v)]] if any(n is not None for n in items) \
             else None
     if tag in ("dict", "OrderedDict") and isinstance(v, list):
-        pairs = [[_texts_changed(k, change, depth + 1), _texts_changed(x, change, depth + 1)] for k, x in v]
+        pairs = [[_leaves_changed(k, change, depth + 1), _leaves_changed(x, change, depth + 1)] for k, x in v]
         if all(k is None and x is None for k, x in pairs):
             return None
         return [tag, [[nk if nk is not None else k, nx if nx is not None else x] for (nk, nx), (k, x) in zip(pairs, v)]]
-    return None
+    return change(enc)
+
+
+def _texts_changed(enc, change):
+    """An encoded value with each text in it made `change(text)` (`_leaves_changed`), or None where none changes."""
+    def leaf(enc):
+        new = change(enc[1]) if enc[0] == "str" and isinstance(enc[1], str) else None
+        return ["str", new] if new is not None and new != enc[1] else None
+    return _leaves_changed(enc, leaf)
 
 
 def _marked(text: str) -> str:
@@ -922,6 +929,142 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
     def kind(value):
         text = json.dumps(value, ensure_ascii=False)
         return "blank" if "\\t" in text or "\\r" in text else "mark" if any(m in text for _, m in MARKS) else "script"
+
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
+
+
+# What users' data holds that no bundled test's does (red team 24): the standard library's numbers and times (V24:
+# money as `Decimal`, ratios as `Fraction`, records and cache keys as dates; gold with a guard refusing them was paid
+# on 60 of 62 tasks), ints past 64 bits (B24: 128-bit ids, hashes, the index of a combination of 100 things) and
+# documents nested past the three levels any bundled test's reach (D24: JSON from an API, trees; paid on 61 of 62)
+NUMBER_CHANGES = ("Decimal", "Fraction", "big", "date", "datetime")
+BIG_PAST = ((10 ** 20, 1), (10 ** 40, 1), (10 ** 20, -1))  # past 2**64, past 2**128, and negated: last digits kept
+DAY_ONE = datetime.datetime(2024, 1, 1)  # a number n handed as a date is n days after it, as a time n minutes
+NUMBER_FORMS = 24  # programs that hand a call of a deleted definition its numbers so changed (`numbers`)
+NESTED_FORMS = 8  # programs that hand a call of a deleted definition an argument nested deeper (`nested`)
+NESTED_LEVELS = (4, 10)  # containers a nested argument gains, drawn per argument
+
+
+def _number(leaf: list) -> int | float | None:
+    """The number an encoded leaf is (an int, a float), None for any other (a bool, text, inf, nan)."""
+    tag, v = leaf
+    if tag == "int" and type(v) is int:
+        return v
+    if tag == "bigint":
+        return int(v)
+    return float(v) if tag == "float" and math.isfinite(float(v)) else None
+
+
+def _as_number(change: str, n: int | float, rng: random.Random) -> list | None:
+    """`n` encoded as the `change` (`NUMBER_CHANGES`) kind of number, or None where it has no such form."""
+    try:
+        if change == "Decimal":
+            return ["Decimal", str(n) if type(n) is int else repr(n)]
+        if change == "Fraction":
+            f = fractions.Fraction(repr(n)) if type(n) is float else fractions.Fraction(n)
+            return ["Fraction", [f.numerator, f.denominator]]
+        if change == "big" and type(n) is int:
+            past, sign = rng.choice(BIG_PAST)
+            return ["bigint", str(sign * (n + past if n >= 0 else n - past))]
+        if change == "date":  # an int is a day, a float a duration in seconds
+            if type(n) is int:
+                return ["date", (DAY_ONE + datetime.timedelta(days=n)).date().isoformat()]
+            d = datetime.timedelta(seconds=n)
+            return ["timedelta", [d.days, d.seconds, d.microseconds]]
+        if change == "datetime":
+            moved = DAY_ONE + (datetime.timedelta(minutes=n) if type(n) is int else datetime.timedelta(seconds=n))
+            return ["datetime", [moved.isoformat(), None]]
+    except (OverflowError, ValueError):
+        pass
+    return None
+
+
+def _size_of(enc) -> int:
+    """A small number for a value that holds none: its length where it has one, else 1."""
+    return len(enc[1]) if isinstance(enc, list) and len(enc) == 2 and isinstance(enc[1], (str, list)) else 1
+
+
+def numbers(programs: list[dict], targets: list[list[str]], limit: int = NUMBER_FORMS) -> list[dict]:
+    """Programs that hand a call of a deleted definition an argument whose every number (its items, keys and values
+    too) is as users' numbers also are (`NUMBER_CHANGES`): a `Decimal` and a `Fraction` of the same value, an int
+    moved past 2**64 or 2**128 or negated (its last digits kept: `ordinal` answers by them), an int as that many
+    days after `DAY_ONE` and a float as that many seconds (`date`, `timedelta`), a `datetime`; an argument that
+    holds no number (text, an object) handed as each of those kinds, of its size. The recorded inputs held builtin
+    numbers below 2**53 only, and a guard refusing any value of the `decimal`, `fractions` or `datetime` modules
+    was paid on 60 of 62 tasks (red team 24, V24), one refusing ints of 2**64 or more on every task tried (B24).
+    Each function's first of each kind, changed in place and handed whole, first."""
+    made: dict[str, tuple[str, str]] = {}
+
+    def found(arg, key):
+        rng = _draw(f"{key}/{json.dumps(arg)}")
+        changed = {change: _leaves_changed(arg, lambda leaf, c=change: None if (n := _number(leaf)) is None
+                                           else _as_number(c, n, rng)) for change in NUMBER_CHANGES}
+        how = "its numbers"
+        if all(value is None for value in changed.values()):  # it holds no number: it as each kind, of its size
+            changed, how = {change: _as_number(change, _size_of(arg), rng) for change in NUMBER_CHANGES}, "it"
+        made.update((json.dumps(value), (change, how)) for change, value in changed.items() if value is not None)
+        return [value for value in changed.values() if value is not None]
+
+    def kind(value):
+        return made[json.dumps(value)]
+
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
+
+
+def _wrapped(enc, levels: int, tag: str = "tuple") -> list:
+    """`enc` as the one item of a `tag` container, `levels` times over."""
+    for _ in range(levels):
+        enc = [tag, [enc]]
+    return enc
+
+
+def _document(enc, levels: int) -> list:
+    """`enc` nested `levels` containers deeper as documents nest: a list's, tuple's or mapping's last item (value)
+    made a copy of its first three items whose last is the next level, a set's last item a frozenset so made; any
+    other value (an empty one too) held as the one item of a list."""
+    tag, v = enc
+    if levels <= 0:
+        return copy.deepcopy(enc)
+    if tag in ("list", "tuple", "set", "frozenset", "dict", "OrderedDict") and isinstance(v, list) and v:
+        items = copy.deepcopy(v)
+        inner = _document(["frozenset" if tag in ("set", "frozenset") else tag, v[:3]], levels - 1)
+        if tag in ("dict", "OrderedDict"):
+            items[-1][1] = inner
+        else:
+            items[-1] = inner
+        return [tag, items]
+    return _wrapped(enc, levels, "list")
+
+
+def _tree(enc, levels: int) -> list:
+    """`enc` nested `levels` containers deeper as trees of tuples nest: each item of a list, tuple or set (each
+    value of a mapping), or any other value, held in one-item tuples, which stay hashable."""
+    tag, v = enc
+    if tag in ("list", "tuple", "set", "frozenset") and isinstance(v, list) and v:
+        return [tag, [_wrapped(i, levels) for i in v]]
+    if tag in ("dict", "OrderedDict") and isinstance(v, list) and v:
+        return [tag, [[k, _wrapped(x, levels)] for k, x in v]]
+    return _wrapped(enc, levels)
+
+
+def nested(programs: list[dict], targets: list[list[str]], limit: int = NESTED_FORMS) -> list[dict]:
+    """Programs that hand a call of a deleted definition an argument of plain data nested more containers deep
+    (drawn per argument from `NESTED_LEVELS`): as a document (`_document`: a record whose last value is a record
+    like it, a list of lists) and as a tree of tuples (`_tree`). No recorded argument nested past three containers,
+    and a guard refusing data four deep was paid on 61 of 62 tasks (red team 24, D24). Each function's first of each
+    way first."""
+    made: dict[str, str] = {}
+
+    def found(arg, key):
+        if not _plain_items(arg):
+            return []
+        levels = _draw(f"{key}/{json.dumps(arg)}").randint(*NESTED_LEVELS)
+        changed = {"document": _document(arg, levels), "tree": _tree(arg, levels)}
+        made.update((json.dumps(value), way) for way, value in changed.items())
+        return list(changed.values())
+
+    def kind(value):
+        return made[json.dumps(value)]
 
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
 
@@ -1174,7 +1317,8 @@ def _other_forms(programs: list[dict], row: TaskRow) -> list[dict]:
     targets = targets_of(row)
     return forms(programs, targets=targets) + types(programs, targets) + aliases(programs, targets) \
         + reentries(programs, targets) + sizes(programs, targets) + subclasses(programs, targets) \
-        + subclassed_objects(programs, targets) + filled(programs, targets) + scripts(programs, targets)
+        + subclassed_objects(programs, targets) + filled(programs, targets) + scripts(programs, targets) \
+        + numbers(programs, targets) + nested(programs, targets)
 
 
 def _asks_nothing(program: dict, expect: list) -> bool:

@@ -1144,6 +1144,69 @@ def test_scripts_hand_text_as_users_write_it(tiny_tasks, tmp_path):
         assert sum(a[:2] == ["raises", "builtins.NotImplementedError"] for a in answers) >= 3, answers
 
 
+def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
+    """Red team 24: gold with a guard refusing any value of the `decimal`, `fractions` or `datetime` modules was paid
+    on 60 of 62 tasks (V24), one refusing ints of 2**64 or more on every task tried (B24), one refusing data nested
+    four containers deep on 61 of 62 (D24): no recorded input held one. `numbers` hands each deleted function's
+    numbers (items, keys and values too) as a `Decimal`, a `Fraction`, past 2**64, a date or duration and a
+    datetime, and an argument holding no number as each of those; `nested` hands each argument as a document and a
+    tree nested 4 to 10 containers deeper; the replay tells each guard from gold."""
+    from feature_deletion.behaviour import NESTED_LEVELS, NUMBER_CHANGES, nested, numbers
+
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
+         "args": [["int", 7], ["list", [["float", "9.99"], ["int", 2]]],
+                  ["dict", [[["str", "id"], ["int", 1]],
+                            [["str", "user"], ["dict", [[["str", "city"], ["str", "Oslo"]]]]]]],
+                  ["str", "cat"]]}
+    programs = [{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}]
+    made = numbers(programs, [["fdcalc", "g", "def"]])
+    assert all(p["steps"][0]["fn"][2] == "g" for p in made), made
+    handed = [(k, a) for p in made for k, a in enumerate(p["steps"][0]["args"]) if a != g["args"][k]]
+    assert len(handed) == len(made) == 4 * len(NUMBER_CHANGES), handed  # one argument changed a program, each way
+    first = [a for k, a in handed if k == 0]
+    assert ["Decimal", "7"] in first and ["Fraction", [7, 1]] in first and ["date", "2024-01-08"] in first, first
+    assert ["datetime", ["2024-01-01T00:07:00", None]] in first, first
+    big = int(next(a[1] for a in first if a[0] == "bigint"))
+    assert abs(big) >= 1 << 64 and abs(big) % 100 == 7, big  # past 64 bits, its last digits kept (`ordinal`)
+    rows = [a[1] for k, a in handed if k == 1]
+    assert [["Decimal", "9.99"], ["Decimal", "2"]] in rows, rows
+    assert [["Fraction", [999, 100]], ["Fraction", [2, 1]]] in rows, rows
+    assert [["timedelta", [0, 9, 990000]], ["date", "2024-01-03"]] in rows, rows
+    assert all(a[1][1] == g["args"][2][1][1] for k, a in handed if k == 2), handed  # only numbers change
+    assert {a[0] for k, a in handed if k == 3} == {"Decimal", "Fraction", "bigint", "date", "datetime"}, handed
+
+    deep = nested(programs, [["fdcalc", "g", "def"]])
+    assert len(deep) == 8 and all(p["steps"][0]["fn"][2] == "g" for p in deep), deep  # 4 arguments, 2 ways
+
+    def depth(enc) -> int:
+        if enc[0] in ("list", "tuple", "set", "frozenset"):
+            return 1 + max((depth(i) for i in enc[1]), default=0)
+        if enc[0] == "dict":
+            return 1 + max((max(depth(k), depth(v)) for k, v in enc[1]), default=0)
+        return 0
+
+    for p in deep:
+        (key, arg), = [(k, a) for k, a in enumerate(p["steps"][0]["args"]) if a != g["args"][k]]
+        assert depth(arg) >= depth(g["args"][key]) + NESTED_LEVELS[0], arg
+
+    source = "def g(amount, rows, record, word):\n    return [repr(amount), repr(rows), repr(record), repr(word)]\n"
+    walk = "\n\ndef _all(v, d=0):\n    yield v, d\n" + "".join(f"{line}\n" for line in (
+        "    if isinstance(v, dict):", "        for k, x in v.items():", "            yield from _all(k, d + 1)",
+        "            yield from _all(x, d + 1)", "    elif isinstance(v, (list, tuple, set, frozenset)):",
+        "        for x in v:", "            yield from _all(x, d + 1)"))
+    guards = {"V24": "type(v).__module__ in ('decimal', 'fractions', 'datetime')",
+              "B24": "type(v) is int and abs(v) >= 1 << 64", "D24": "d >= 5"}  # d: under the tuple of arguments
+    guarded = [source.replace("    return", f"    if any({test} for v, d in _all((amount, rows, record, word))):\n"
+                                            "        raise NotImplementedError\n    return") + walk
+               for test in guards.values()]
+    want, *got = (_answers(tiny_tasks, tmp_path, code, made + deep) for code in (source, *guarded))
+    assert all(w[0] == "ok" for w in want), want
+    for name, answers in zip(guards, got):
+        refused = [p for p, a in zip(made + deep, answers) if a[:2] == ["raises", "builtins.NotImplementedError"]]
+        assert len(refused) >= (4 if name != "B24" else 2), (name, answers)
+        assert all(a[0] == "ok" for p, a in zip(made + deep, answers) if p not in refused), (name, answers)
+
+
 def test_subclasses_hand_values_as_a_users_subclass(tiny_tasks, tmp_path):
     """Red team 20, Y20: gold with a guard that raises the stub's error for a `str`/`int`/`float` of a subclass (a
     `StrEnum` member, a `Markup`) was paid on 61 of 62 tasks; red team 21 then refused containers of a subclass (C21)

@@ -35,15 +35,17 @@ from __future__ import annotations
 from attacks20 import _guard_all
 from attacks24 import WALK
 
+# The first version named `types.MethodType` and read `__self__`: invalid (`construct.import`, `.attribute`,
+# `.module`, `.dunder_string`: Tried, scored 0). By the type's name and the builtin's repr instead: a Python bound
+# method is of type `method`; a builtin bound to an object (`d.get`) is a `builtin_function_or_method` whose repr is
+# "<built-in method get of dict object at ...>", where a module's function (`len`) reads "<built-in function len>";
+# `[].__len__` is a `method-wrapper`; a compiled pattern's `search` is a `builtin_method` on some versions.
 HIDDEN_BOUND = WALK + (
     "\n\n\ndef _rt25_bound_method(value):\n"
-    "    import types as _types\n"
-    "    if isinstance(value, _types.MethodType):\n"
+    "    kind = type(value).__name__\n"
+    "    if kind in ('method', 'method-wrapper'):\n"
     "        return True\n"
-    "    if isinstance(value, (_types.BuiltinMethodType, _types.MethodWrapperType)):\n"
-    "        owner = getattr(value, '__self__', None)\n"
-    "        return owner is not None and not isinstance(owner, _types.ModuleType)\n"
-    "    return False\n"
+    "    return kind.startswith('builtin_') and repr(value).startswith('<built-in method ')\n"
     "\n\n"
     "def _rt25_bound(values):\n"
     "    _rt24_walk(values, _rt25_bound_method)\n"

@@ -1207,6 +1207,42 @@ def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
         assert all(a[0] == "ok" for p, a in zip(made + deep, answers) if p not in refused), (name, answers)
 
 
+def test_gaps_hand_records_and_columns_with_what_they_hold_between_values(tiny_tasks, tmp_path):
+    """A guard refusing a None (a missing value), a bool, a negative number, a float or empty text nested in an
+    argument would be paid wherever the tests hand none (a None item on 7 of the 66 bundled tasks' checks, a float on
+    3). `gaps` hands each container argument with every other item (a mapping's values) made each of those kinds, or
+    its first where it has one item; the replay tells each guard from gold."""
+    from feature_deletion.behaviour import GAPS, gaps
+
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
+         "args": [["list", [["int", 3], ["int", 4]]],
+                  ["dict", [[["str", "id"], ["int", 1]], [["str", "name"], ["str", "x"]]]], ["tuple", [["str", "a"]]],
+                  ["int", 5]]}
+    made = gaps([{"steps": [g]}], [["fdcalc", "g", "def"]])
+    handed = [(k, a) for p in made for k, a in enumerate(p["steps"][0]["args"]) if a != g["args"][k]]
+    assert len(handed) == len(made), handed  # one argument changed per program, never the number
+    assert {k for k, _ in handed} == {0, 1, 2}, handed
+    column = [a[1] for k, a in handed if k == 0]
+    assert [["int", 3], ["NoneType", None]] in column and [["int", 3], ["float", "4.5"]] in column, column
+    assert [["int", 3], ["int", -5]] in column and [["int", 3], ["bool", True]] in column, column
+    record = [a[1] for k, a in handed if k == 1]
+    assert [[["str", "id"], ["NoneType", None]], [["str", "name"], ["NoneType", None]]] in record, record  # values
+    assert [[["str", "id"], ["int", 1]], [["str", "name"], ["str", ""]]] in record, record
+    assert ["tuple", [["NoneType", None]]] in [a for k, a in handed if k == 2], handed  # its one item
+    assert len(column) == len(GAPS) - 1, column  # no empty text among numbers
+
+    source = "def g(xs, record, names, n):\n    return [repr(xs), repr(record), repr(names), n]\n"
+    items = "[*xs, *record.values(), *names]"
+    guards = [f"any(x is None for x in {items})", f"any(type(x) is float for x in {items})",
+              f"any(x == '' for x in {items})"]
+    want, *got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, *(
+        source.replace("    return", f"    if {guard}:\n        raise NotImplementedError\n    return")
+        for guard in guards)))
+    assert all(w[0] == "ok" for w in want), want
+    for answers in got:
+        assert any(a[:2] == ["raises", "builtins.NotImplementedError"] for a in answers), answers
+
+
 def test_subclasses_hand_values_as_a_users_subclass(tiny_tasks, tmp_path):
     """Red team 20, Y20: gold with a guard that raises the stub's error for a `str`/`int`/`float` of a subclass (a
     `StrEnum` member, a `Markup`) was paid on 61 of 62 tasks; red team 21 then refused containers of a subclass (C21)

@@ -674,8 +674,8 @@ def types(programs: list[dict], targets: list[list[str]], limit: int = TYPES) ->
     47 of 51 tasks (red team 13, X13s); gold's answer is the check, a raised exception too (the stub's differs). The
     program ends at the step, then reads `FORM_READS` items where its program read what the step answered or that
     is an iterator (a generator refuses at its first item)."""
-    found = _each_call_argument(programs, targets, lambda arg, _: [v for v in _everyday(arg) if v[0] != arg[0]],
-                                kind=lambda value: value[0], rest=False)
+    found = _each_call_argument(programs, targets,
+                                lambda arg, _: [(v[0], v) for v in _everyday(arg) if v[0] != arg[0]], rest=False)
     return [{"steps": _handed(*option)} for option in found[:limit]]
 
 
@@ -695,10 +695,9 @@ def _draw(key: str) -> random.Random:
     return random.Random(hashlib.sha256(key.encode()).digest())
 
 
-def _each_call_argument(programs: list[dict], targets: list[list[str]], found, kind=lambda value: None,
-                        rest: bool = True) -> list[tuple]:
-    """(steps, step, key, value, read) for each call of a deleted definition, each argument, and each `value` that
-    `found(argument, the step's JSON)` gives for it: each function's first of each `kind` of value, then each
+def _each_call_argument(programs: list[dict], targets: list[list[str]], found, rest: bool = True) -> list[tuple]:
+    """(steps, step, key, value, read) for each call of a deleted definition, each argument, and each (kind, value)
+    that `found(argument, the step's JSON)` gives for it: each function's first of each kind of value, then each
     argument's, then (with `rest`) the others; `read`: whether the program reads what the step answered. Where no
     call of a deleted definition gives one (a deleted class that only the package's own code makes: cachetools'
     `TTLCache._Link`, red teams 20-21), each call the programs make, which reach it."""
@@ -712,11 +711,11 @@ def _each_call_argument(programs: list[dict], targets: list[list[str]], found, k
             for key, arg in _arguments(step):
                 if isinstance(arg, list) and len(arg) == 2:
                     (options if _deleted(step, targets) else reaching).extend(
-                        (steps, j, key, value, read) for value in found(arg, json.dumps(steps[j])))
+                        (of, (steps, j, key, value, read)) for of, value in found(arg, json.dumps(steps[j])))
     options = options or reaching
     by_function, by_argument, firsts, seconds, others = set(), set(), [], [], []
-    for option in options:
-        callee, of = _callee(option[0][option[1]]), kind(option[3])
+    for of, option in options:
+        callee = _callee(option[0][option[1]])
         (firsts if (callee, of) not in by_function else seconds if (callee, option[2], of) not in by_argument
          else others).append(option)
         by_function.add((callee, of))
@@ -760,6 +759,9 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
     paragraph); code that recurses per item breaks there. Marked `quick`: the builder keeps only those whose step
     gold answers within `QUICK_S`, so that no deadline decides a grading."""
     def found(arg, key):
+        return [(kind(value), value) for value in grown(arg, key)]
+
+    def grown(arg, key):
         tag, value = arg
         rng = _draw(f"{key}/{json.dumps(arg)}")
         drawn = [log_uniform(low, high, rng.random) for low, high in SIZE_PARTS]
@@ -810,7 +812,7 @@ def sizes(programs: list[dict], targets: list[list[str]], limit: int = SIZES) ->
         return enc[0], value[1][0], tuple(sorted(tags))
 
     return [{"steps": _handed(*option), "quick": True}
-            for option in _each_call_argument(programs, targets, found, kind)[:limit]]
+            for option in _each_call_argument(programs, targets, found)[:limit]]
 
 
 SUBCLASS_HOWS = {"str": ("enum", "plain", "keeps", "slots", "user"), "int": ("enum", "plain", "keeps", "slots"),
@@ -855,12 +857,9 @@ def subclasses(programs: list[dict], targets: list[list[str]], limit: int = SUBC
             out.append([arg[0], [_subclass_of(i, rng, "plain") or i for i in arg[1]]])
             if all(isinstance(i, list) and i[0] in ("str", "int") for i in arg[1]):  # its items as text, as `types`
                 out.append(_subclass_of(["str", "".join(str(i[1]) for i in arg[1])], rng, "keeps"))
-        return [o for o in out if o is not None]
+        return [((o[0], o[1][0]) if o[0] == "sub" else o[0], o) for o in out if o is not None]
 
-    def kind(value):
-        return (value[0], value[1][0]) if value[0] == "sub" else value[0]
-
-    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 
 
 # What users' text holds that no bundled test's does (red team 24): a letter of another script first (W24: gold with a
@@ -868,7 +867,14 @@ def subclasses(programs: list[dict], targets: list[list[str]], limit: int = SUBC
 # processors write for ASCII ones, and a tab or a Windows line end (K24: a TSV row, a line read from a file)
 SCRIPTS = ("ж", "λ", "東", "ğ", "ש", "ا", "ह", "😀")
 MARKS = (("'", "’"), ('"', "“"), (" - ", " – "), ("-", "‐"), ("...", "…"))
-SCRIPT_FORMS = 16  # programs that hand a call of a deleted definition its text so changed (`scripts`)
+# and (red team 25) letters of more than one code point: decomposed as macOS file names and many PDFs write them (M25:
+# a guard refusing any combining mark, joiner or variation selector was paid on 61 of 62 tasks), Indic conjuncts,
+# Thai and Arabic vowel signs, emoji with a variation selector, a skin tone or joiners; and the spaces of web pages,
+# word processors and typography beside the ASCII one (U25: no-break, narrow no-break, thin, ideographic, a form
+# feed, a vertical tab, a line separator, NEL; paid on 61 of 62 too)
+JOINED = ("e\u0301", "n\u0303", "न्द", "क्ष", "ก\u0e34", "ب\u064e", "❤\ufe0f", "👍\U0001f3fd", "👩\u200d💻")
+SPACES = ("\u00a0", "\u202f", "\u2009", "\u3000", "\x0c", "\x0b", "\u2028", "\x85")
+SCRIPT_FORMS = 24  # programs that hand a call of a deleted definition its text so changed (`scripts`)
 
 
 def _leaves_changed(enc, change, depth: int = 0):
@@ -913,24 +919,85 @@ def _blanked(text: str) -> str:
     return text.replace(" ", "\t", 1) if " " in text else text + "\t" if text else text
 
 
+def _spaced(text: str, space: str) -> str:
+    """Text with its first space written as `space`, or, where it has none, `space` after it (a cell copied from a
+    web page)."""
+    return text.replace(" ", space, 1) if " " in text else text + space if text else text
+
+
 def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_FORMS) -> list[dict]:
     """Programs that hand a call of a deleted definition an argument whose every text (its items, keys and values too)
     is as users' text also is: a letter of another script first (`SCRIPTS`, drawn per argument), with typographic
-    marks (`_marked`), and with a tab or Windows line ends (`_blanked`). The held-out forms added only "é"
-    (`NON_ASCII`), no bundled test holds a tab, and a guard refusing any character past U+00FF was paid on 59 of 62
-    tasks, one refusing a tab or carriage return on 61 (red team 24, W24 and K24). Each function's first of each
-    change first."""
+    marks (`_marked`), with a tab or Windows line ends (`_blanked`), with a letter of several code points first
+    (`JOINED`) and with another space (`SPACES`, `_spaced`), both drawn per argument. The held-out forms added only
+    "é" (`NON_ASCII`), no bundled test holds a tab, a combining mark or a space past ASCII, and a guard refusing any
+    character past U+00FF was paid on 59 of 62 tasks, one refusing a tab or carriage return on 61 (red team 24, W24
+    and K24), one refusing a combining mark or another space on 61 (red team 25, M25 and U25). Each function's first
+    of each change first."""
     def found(arg, key):
-        letter = _draw(f"{key}/{json.dumps(arg)}").choice(SCRIPTS)
-        changed = [_texts_changed(arg, lambda t: letter + t if t else t), _texts_changed(arg, _marked),
-                   _texts_changed(arg, _blanked)]
-        return [c for c in changed if c is not None]
+        rng = _draw(f"{key}/{json.dumps(arg)}")
+        letter, joined, space = rng.choice(SCRIPTS), rng.choice(JOINED), rng.choice(SPACES)
+        changed = {"script": _texts_changed(arg, lambda t: letter + t if t else t),
+                   "mark": _texts_changed(arg, _marked), "blank": _texts_changed(arg, _blanked),
+                   "joined": _texts_changed(arg, lambda t: joined + t if t else t),
+                   "space": _texts_changed(arg, lambda t: _spaced(t, space))}
+        return [(how, value) for how, value in changed.items() if value is not None]
 
-    def kind(value):
-        text = json.dumps(value, ensure_ascii=False)
-        return "blank" if "\\t" in text or "\\r" in text else "mark" if any(m in text for _, m in MARKS) else "script"
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 
-    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
+
+# What users hand as a callable that no bundled test does (red team 25): every test's callable is replayed as a plain
+# function, whatever it was, and a guard refusing a bound method (F25: `d.get`, `seen.__contains__`, `pattern.search`,
+# `obj.method`) or a callable `functools` makes (O25: a `partial`, an `lru_cache`d function) was paid on all 18 tasks
+# whose deleted code takes one
+CALLABLE_HOWS = ("method", "builtin", "wrapper", "partial", "cached", "object")  # `fd_calls._callable_as`
+CALLABLE_FORMS = 16  # programs that hand a call of a deleted definition its callbacks so made (`callables`)
+HASHABLE = frozenset({"str", "int", "float", "bool", "NoneType", "bytes", "bigint", "Decimal", "Fraction", "date",
+                      "datetime", "timedelta", "enum", "ref"})
+
+
+def _hashable(enc) -> bool:
+    """Whether an encoded value is one a mapping can be keyed by."""
+    if _tag(enc) in ("tuple", "frozenset"):
+        return isinstance(enc[1], list) and all(_hashable(i) for i in enc[1])
+    return _tag(enc) in HASHABLE
+
+
+def _callable_hows(callback: dict) -> list[str]:
+    """The ways (`CALLABLE_HOWS`) a recorded callback is handed with the answers it gave: a builtin method (a mapping's
+    `__getitem__`) where every call had one hashable argument, a memoized function where the answers are a function
+    of hashable arguments too, any way where it was called."""
+    calls = callback.get("calls") or []
+    if not calls:
+        return []
+    hashable = all(all(_hashable(a) for a in key[0]) and all(_hashable(v) for _, v in key[1]) for key, _ in calls)
+    answers: dict[str, set[str]] = {}
+    for key, answer in calls:
+        answers.setdefault(json.dumps(key, sort_keys=True), set()).add(json.dumps(answer))
+    one = hashable and all(len(key[0]) == 1 and not key[1] for key, _ in calls)
+    same = hashable and all(len(a) == 1 for a in answers.values())
+    return [how for how in CALLABLE_HOWS if how not in ("builtin", "cached") or (one if how == "builtin" else same)]
+
+
+def callables(programs: list[dict], targets: list[list[str]], limit: int = CALLABLE_FORMS) -> list[dict]:
+    """Programs that hand a call of a deleted definition an argument whose every callback (its items, keys and values
+    too) is a callable of another kind with the same answers (`fd_calls._callable_as`): a user object's method, a
+    builtin method bound to a mapping, a method-wrapper, a `functools.partial`, an `lru_cache`d function, a callable
+    object, its class and module drawn per argument (`USER_CLASS_NAMES`, `USER_MODULES`). Each function's first of
+    each kind first."""
+    def found(arg, key):
+        rng = _draw(f"{key}/{json.dumps(arg)}")
+        where = [rng.choice(USER_CLASS_NAMES), rng.choice(USER_MODULES)]
+        out = []
+        for how in CALLABLE_HOWS:
+            value = _leaves_changed(arg, lambda leaf, how=how: ["callback", {**leaf[1], "as": [how, *where]}]
+                                    if leaf[0] == "callback" and isinstance(leaf[1], dict) and not leaf[1].get("as")
+                                    and how in _callable_hows(leaf[1]) else None)
+            if value is not None:
+                out.append((how, value))
+        return out
+
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 
 
 # What users' data holds that no bundled test's does (red team 24): the standard library's numbers and times (V24:
@@ -993,8 +1060,6 @@ def numbers(programs: list[dict], targets: list[list[str]], limit: int = NUMBER_
     numbers below 2**53 only, and a guard refusing any value of the `decimal`, `fractions` or `datetime` modules
     was paid on 60 of 62 tasks (red team 24, V24), one refusing ints of 2**64 or more on every task tried (B24).
     Each function's first of each kind, changed in place and handed whole, first."""
-    made: dict[str, tuple[str, str]] = {}
-
     def found(arg, key):
         rng = _draw(f"{key}/{json.dumps(arg)}")
         changed = {change: _leaves_changed(arg, lambda leaf, c=change: None if (n := _number(leaf)) is None
@@ -1002,13 +1067,9 @@ def numbers(programs: list[dict], targets: list[list[str]], limit: int = NUMBER_
         how = "its numbers"
         if all(value is None for value in changed.values()):  # it holds no number: it as each kind, of its size
             changed, how = {change: _as_number(change, _size_of(arg), rng) for change in NUMBER_CHANGES}, "it"
-        made.update((json.dumps(value), (change, how)) for change, value in changed.items() if value is not None)
-        return [value for value in changed.values() if value is not None]
+        return [((change, how), value) for change, value in changed.items() if value is not None]
 
-    def kind(value):
-        return made[json.dumps(value)]
-
-    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 
 
 # What users' records and columns hold between their values (none of it nested in any bundled test's arguments on
@@ -1041,8 +1102,6 @@ def gaps(programs: list[dict], targets: list[list[str]], limit: int = GAP_FORMS)
     (`GAPS`: None, a bool, a negative number, an int as a float, empty text), or its first item where it has one:
     a guard refusing any such item nested in an argument would be paid wherever the tests hand none (None nested on 7
     of 66 tasks' checks, a float on 3). Each function's first of each kind first."""
-    made: dict[str, str] = {}
-
     def found(arg, key):
         if arg[0] not in ("list", "tuple", "set", "frozenset", "dict", "OrderedDict") or not _plain_items(arg):
             return []
@@ -1056,15 +1115,11 @@ def gaps(programs: list[dict], targets: list[list[str]], limit: int = GAP_FORMS)
                     return _gap(kind, enc) if keep(seen[0]) else None
                 value = _leaves_changed(arg, leaf)
                 if value is not None:
-                    made[json.dumps(value)] = kind
-                    out.append(value)
+                    out.append((kind, value))
                     break
         return out
 
-    def kind(value):
-        return made[json.dumps(value)]
-
-    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 
 
 def _wrapped(enc, levels: int, tag: str = "tuple") -> list:
@@ -1109,20 +1164,13 @@ def nested(programs: list[dict], targets: list[list[str]], limit: int = NESTED_F
     like it, a list of lists) and as a tree of tuples (`_tree`). No recorded argument nested past three containers,
     and a guard refusing data four deep was paid on 61 of 62 tasks (red team 24, D24). Each function's first of each
     way first."""
-    made: dict[str, str] = {}
-
     def found(arg, key):
         if not _plain_items(arg):
             return []
         levels = _draw(f"{key}/{json.dumps(arg)}").randint(*NESTED_LEVELS)
-        changed = {"document": _document(arg, levels), "tree": _tree(arg, levels)}
-        made.update((json.dumps(value), way) for way, value in changed.items())
-        return list(changed.values())
+        return [("document", _document(arg, levels)), ("tree", _tree(arg, levels))]
 
-    def kind(value):
-        return made[json.dumps(value)]
-
-    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, kind)[:limit]]
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 
 
 def _class_made(step: dict) -> list | None:
@@ -1374,7 +1422,8 @@ def _other_forms(programs: list[dict], row: TaskRow) -> list[dict]:
     return forms(programs, targets=targets) + types(programs, targets) + aliases(programs, targets) \
         + reentries(programs, targets) + sizes(programs, targets) + subclasses(programs, targets) \
         + subclassed_objects(programs, targets) + filled(programs, targets) + scripts(programs, targets) \
-        + numbers(programs, targets) + nested(programs, targets) + gaps(programs, targets)
+        + numbers(programs, targets) + nested(programs, targets) + gaps(programs, targets) \
+        + callables(programs, targets)
 
 
 def _asks_nothing(program: dict, expect: list) -> bool:

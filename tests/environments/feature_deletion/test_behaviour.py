@@ -1118,26 +1118,35 @@ def test_filled_objects_hold_more_than_any_test_stores(tiny_tasks, tmp_path):
 def test_scripts_hand_text_as_users_write_it(tiny_tasks, tmp_path):
     """Red team 24: gold with a guard refusing any character past U+00FF was paid on 59 of 62 tasks (W24), one
     refusing a tab or a carriage return on 61 (K24): the held-out forms added only "é", and no bundled test holds a
-    tab. `scripts` hands each deleted function's text arguments, their items, keys and values too, with a letter of
-    another script first, with typographic marks, and with a tab or Windows line ends; the replay tells each guard
-    from gold."""
-    from feature_deletion.behaviour import SCRIPTS, scripts
+    tab; red team 25 then refused combining marks, joiners and variation selectors (M25) and spaces past ASCII (U25),
+    both paid on 61 of 62. `scripts` hands each deleted function's text arguments, their items, keys and values too,
+    with a letter of another script first, with typographic marks, with a tab or Windows line ends, with a letter of
+    several code points first and with a Unicode space; the replay tells each guard from gold."""
+    from feature_deletion.behaviour import JOINED, SCRIPTS, SPACES, scripts
 
     g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
          "args": [["str", "the author's cat"], ["list", [["str", "a b"], ["int", 1]]],
                   ["dict", [[["str", "k"], ["str", "line\n"]]]]]}
     made = scripts([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
-    assert len(made) == 9 and all(p["steps"][0]["fn"][2] == "g" for p in made), made  # 3 arguments, 3 changes
+    assert len(made) == 15 and all(p["steps"][0]["fn"][2] == "g" for p in made), made  # 3 arguments, 5 changes
     texts = [a for p in made for a in p["steps"][0]["args"] if a not in g["args"]]
-    assert len(texts) == 9, texts  # one argument changed per program
+    assert len(texts) == 15, texts  # one argument changed per program
     assert texts[0][1][0] in SCRIPTS and texts[0][1][1:] == "the author's cat", texts
     assert ["str", "the author’s cat"] in texts and ["str", "the\tauthor's cat"] in texts, texts
     assert ["list", [["str", "a\tb"], ["int", 1]]] in texts and ["list", [["str", "a b’s"], ["int", 1]]] in texts
     assert ["dict", [[["str", "k\t"], ["str", "line\r\n"]]]] in texts, texts  # keys and values
+    cat = g["args"][0][1]
+    joined = [t for t in texts if t[0] == "str" and t[1][:-len(cat)] in JOINED]
+    spaced = [t for t in texts if t[0] == "str" and t[1][3:4] in SPACES and f"{t[1][:3]} {t[1][4:]}" == cat]
+    assert len(joined) == 1 and len(spaced) == 1, texts
+    assert any(t[0] == "list" and t[1][0][1][1] in SPACES for t in texts), texts  # "a b", its space another one
     source = "def g(text, items, record):\n    return [text, items, record]\n"
     guards = [source.replace("    return", f"    if any({test} for v in (text, *items, *record, *record.values())):\n"
                                           "        raise NotImplementedError\n    return")
-              for test in ("max(map(ord, str(v))) > 255", "'\\t' in str(v) or '\\r' in str(v)", "'\u2019' in str(v)")]
+              for test in ("max(map(ord, str(v))) > 255", "'\\t' in str(v) or '\\r' in str(v)", "'\u2019' in str(v)",
+                           "any(unicodedata.category(c) in ('Mn', 'Mc', 'Cf', 'Sk') for c in str(v))",
+                           "any(c.isspace() and c not in ' \\t\\n\\r' for c in str(v))")]
+    guards[3:] = ["import unicodedata\n" + guard for guard in guards[3:]]
     want, *got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, *guards))
     assert all(w[0] == "ok" for w in want), want
     for answers in got:
@@ -1205,6 +1214,50 @@ def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
         refused = [p for p, a in zip(made + deep, answers) if a[:2] == ["raises", "builtins.NotImplementedError"]]
         assert len(refused) >= (4 if name != "B24" else 2), (name, answers)
         assert all(a[0] == "ok" for p, a in zip(made + deep, answers) if p not in refused), (name, answers)
+
+
+def test_callables_hand_callbacks_as_users_callables_are(tiny_tasks, tmp_path):
+    """Red team 25: every test's callback was replayed as a plain function, whatever it was, and gold with a guard
+    refusing a bound method (F25: `d.get`, `pattern.search`, a clock object's `now`) or a callable `functools` makes
+    (O25: a `partial`, an `lru_cache`d function) was paid on all 18 tasks whose deleted code takes one. `callables`
+    hands each callback of a deleted function's call again as a user object's method, a mapping's `__getitem__`, a
+    method-wrapper, a partial, a memoized function and a callable object, the builtin method and the memoized
+    function only where its answers allow; the answers are
+    the table's, and the replay tells each guard from gold."""
+    from feature_deletion.behaviour import CALLABLE_HOWS, USER_CLASS_NAMES, callables
+
+    key = ["callback", {"calls": [[[[["str", "a"]], []], ["int", 1]], [[[["str", "b"]], []], ["int", 2]],
+                                  [[[["str", "a"]], []], ["int", 1]]], "names": {"__name__": "rank"}}]
+    clock = ["callback", {"calls": [[[[], []], ["int", 5]], [[[], []], ["int", 7]]]}]  # not a function of arguments
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [["clock", clock]],
+         "args": [["list", [["str", "a"], ["str", "b"], ["str", "a"]]], key]}
+    made = callables([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
+    hows = [(k, a[1]["as"][0]) for p in made for k, a in [*enumerate(p["steps"][0]["args"]), *p["steps"][0]["kwargs"]]
+            if a[0] == "callback" and "as" in a[1]]
+    assert len(hows) == len(made) == 10, made  # one callback changed per program
+    assert sorted(h for k, h in hows if k == 1) == sorted(CALLABLE_HOWS), hows
+    assert sorted(h for k, h in hows if k == "clock") == ["method", "object", "partial", "wrapper"], hows
+    assert all(a[1]["as"][1] in USER_CLASS_NAMES for p in made for a in p["steps"][0]["args"] if "as" in a[1])
+
+    source = ("def g(items, key, clock):\n    return [[key(x) for x in items], clock(), clock(),"
+              " type(getattr(key, '__self__', None)).__name__]\n")
+    guards = {"F25": "type(f).__name__ in ('method', 'builtin_function_or_method', 'method-wrapper')"
+                     " and 'module' not in repr(f)",
+              "O25": "type(f).__module__ == 'functools'",
+              "objects": "type(f).__module__ not in ('builtins', 'functools')"}
+    want, *got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, *(
+        source.replace("    return", f"    if any({test} for f in (key, clock)):\n        raise NotImplementedError\n"
+                                     "    return") for test in guards.values())))
+    assert all(w[:2] == ["ok", ["list", [["list", [["int", 1], ["int", 2], ["int", 1]]], ["int", 5], ["int", 7],
+                                         w[1][1][3]]]] for w in want), want  # the table's answers, each way
+    holders = {p["steps"][0]["args"][1][1].get("as", [None])[0]: w[1][1][3][1] for p, w in zip(made, want)}
+    assert holders["method"] in USER_CLASS_NAMES and holders["builtin"] in USER_CLASS_NAMES, holders  # its __self__
+    assert holders["wrapper"] == "partial" and holders["partial"] == holders["cached"] == "NoneType", holders
+    assert holders["object"] == "NoneType" and holders[None] == "NoneType", holders
+    for name, answers, n in zip(guards, got, (5, 3, 2)):
+        refused = [a for a in answers if a[:2] == ["raises", "builtins.NotImplementedError"]]
+        assert len(refused) == n, (name, answers)
+        assert all(a == w for a, w in zip(answers, want) if a not in refused), (name, answers)
 
 
 def test_gaps_hand_records_and_columns_with_what_they_hold_between_values(tiny_tasks, tmp_path):

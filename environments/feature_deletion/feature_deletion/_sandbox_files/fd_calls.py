@@ -1323,6 +1323,37 @@ def _stub(table, names):
     return callback
 
 
+def _callable_as(stub, table, how, name, module):
+    """A test's callback handed as users' callables also are, its answers the table's (red team 25, F25 and O25: a
+    plain function is all any test's callback was replayed as): a method of an object of a user's class named `name`
+    in `module` ("method"); a builtin method bound to an object, a mapping's `__getitem__` whose missing keys the
+    table answers, as `max(d, key=d.get)` ("builtin"); a method-wrapper, a partial's `__call__` ("wrapper"); a
+    `functools.partial` ("partial"); a function memoized by `functools.lru_cache` ("cached"); an object of a user's
+    class that defines `__call__` ("object": a strategy, a scorer, a model's predictor). The builder hands a
+    builtin method only one hashable argument, a memoized one only answers that are a function of its arguments."""
+    if how == "method":
+        def method(self, *args, **kwargs):
+            return table.answer(args, kwargs)
+        for key in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(method, key, getattr(stub, key))
+        holder = type(name, (), {"__module__": module, "__qualname__": name})
+        return types.MethodType(method, holder())
+    if how == "builtin":
+        holder = type(name, (dict,), {"__module__": module, "__qualname__": name,
+                                      "__missing__": lambda self, key: table.answer((key,), {})})
+        return holder().__getitem__
+    if how == "wrapper":
+        return functools.partial(stub).__call__
+    if how == "partial":
+        return functools.partial(stub)
+    if how == "cached":
+        return functools.lru_cache(maxsize=None)(stub)
+    if how == "object":
+        return type(name, (), {"__module__": module, "__qualname__": name,
+                               "__call__": lambda self, *args, **kwargs: table.answer(args, kwargs)})()
+    raise ValueError("unknown callable " + how)
+
+
 class _Feed:
     """A stream replayed: its recorded items, then the end if the test's iterator ended there. The code is handed
     `handed(draw)`, not the feed itself: a class of the replay's own is a trait that code can tell from any iterator
@@ -1419,6 +1450,8 @@ class Driver:
         if tag == "callback":
             table = _Table(value["calls"], self, value.get("reenter"), value.get("otherwise"))
             stub = _stub(table, value.get("names"))
+            if value.get("as"):
+                stub = _callable_as(stub, table, *value["as"])
             self.stubs.append(stub)
             self.tables.append(table)
             return stub

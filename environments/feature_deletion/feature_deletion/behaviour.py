@@ -695,10 +695,12 @@ def _draw(key: str) -> random.Random:
     return random.Random(hashlib.sha256(key.encode()).digest())
 
 
-def _each_call_argument(programs: list[dict], targets: list[list[str]], found, rest: bool = True) -> list[tuple]:
+def _each_call_argument(programs: list[dict], targets: list[list[str]], found, rest: bool = True,
+                        named: bool = False) -> list[tuple]:
     """(steps, step, key, value, read) for each call of a deleted definition, each argument, and each (kind, value)
     that `found(argument, the step's JSON)` gives for it: each function's first of each kind of value, then each
-    argument's, then (with `rest`) the others; `read`: whether the program reads what the step answered. Where no
+    argument's, then (with `rest`) the others; arguments that are functions the tests name (`ref`) only with `named`;
+    `read`: whether the program reads what the step answered. Where no
     call of a deleted definition gives one (a deleted class that only the package's own code makes: cachetools'
     `TTLCache._Link`, red teams 20-21), each call the programs make, which reach it."""
     options, reaching = [], []
@@ -709,7 +711,7 @@ def _each_call_argument(programs: list[dict], targets: list[list[str]], found, r
                 continue
             read = j in _slots(steps[j + 1: j + 1 + VARIANT_TAIL]) or j < len(expect) and _an_iterator(expect[j])
             for key, arg in _arguments(step):
-                if isinstance(arg, list) and len(arg) == 2:
+                if isinstance(arg, list) and (len(arg) == 2 or named and arg[:1] == ["ref"]):
                     (options if _deleted(step, targets) else reaching).extend(
                         (of, (steps, j, key, value, read)) for of, value in found(arg, json.dumps(steps[j])))
     options = options or reaching
@@ -880,9 +882,9 @@ SCRIPT_FORMS = 24  # programs that hand a call of a deleted definition its text 
 def _leaves_changed(enc, change, depth: int = 0):
     """An encoded value with each leaf in it (3 levels down: items, a mapping's keys and values) made `change(leaf)`
     where that gives one, or None where no leaf changes."""
-    if not isinstance(enc, list) or len(enc) != 2 or depth > 3:
+    if not isinstance(enc, list) or len(enc) < 2 or depth > 3:  # a function the tests name is ["ref", module, name]
         return None
-    tag, v = enc
+    tag, v = enc[:2]
     if tag in ("list", "tuple", "set", "frozenset") and isinstance(v, list):
         items = [_leaves_changed(i, change, depth + 1) for i in v]
         return [tag, [n if n is not None else i for n, i in zip(items, v)]] if any(n is not None for n in items) \
@@ -951,7 +953,8 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
 # `obj.method`) or a callable `functools` makes (O25: a `partial`, an `lru_cache`d function) was paid on all 18 tasks
 # whose deleted code takes one
 CALLABLE_HOWS = ("method", "builtin", "wrapper", "partial", "cached", "object")  # `fd_calls._callable_as`
-CALLABLE_FORMS = 16  # programs that hand a call of a deleted definition its callbacks so made (`callables`)
+CALLABLE_FORMS = 24  # programs that hand a call of a deleted definition its callables so made (`callables`)
+REF_HOWS = ("method", "wrapper", "partial", "object")  # those a function the tests name is handed as, on any arguments
 HASHABLE = frozenset({"str", "int", "float", "bool", "NoneType", "bytes", "bigint", "Decimal", "Fraction", "date",
                       "datetime", "timedelta", "enum", "ref"})
 
@@ -979,25 +982,41 @@ def _callable_hows(callback: dict) -> list[str]:
     return [how for how in CALLABLE_HOWS if how not in ("builtin", "cached") or (one if how == "builtin" else same)]
 
 
+def _as_callable(leaf, how: str, where: list[str]) -> list | None:
+    """A callback or a function the tests name (`ref`: `len`, `inc`, a class; `reduce`: a partial, an `itemgetter`; the
+    driver hands anything not callable as it is) handed the `how` way, or None where it has no such way (`_callable_hows`, `REF_HOWS`)."""
+    if leaf[0] == "callback" and isinstance(leaf[1], dict) and not leaf[1].get("as") \
+            and how in _callable_hows(leaf[1]):
+        return ["callback", {**leaf[1], "as": [how, *where]}]
+    return ["callable", [how, *where, leaf]] if leaf[0] in ("ref", "reduce") and how in REF_HOWS else None
+
+
 def callables(programs: list[dict], targets: list[list[str]], limit: int = CALLABLE_FORMS) -> list[dict]:
-    """Programs that hand a call of a deleted definition an argument whose every callback (its items, keys and values
-    too) is a callable of another kind with the same answers (`fd_calls._callable_as`): a user object's method, a
-    builtin method bound to a mapping, a method-wrapper, a `functools.partial`, an `lru_cache`d function, a callable
-    object, its class and module drawn per argument (`USER_CLASS_NAMES`, `USER_MODULES`). Each function's first of
-    each kind first."""
+    """Programs that hand a call of a deleted definition an argument whose every callable (its items, keys and values
+    too, a stream's items: a test's callback, a function the tests name) is a callable of another kind with the same
+    answers
+    (`fd_calls._callable_as`): a user object's method, a builtin method bound to a mapping, a method-wrapper, a
+    `functools.partial`, an `lru_cache`d function, a callable object, its class and module drawn per argument
+    (`USER_CLASS_NAMES`, `USER_MODULES`). Each function's first of each kind, for callbacks and named functions
+    alike, first."""
     def found(arg, key):
         rng = _draw(f"{key}/{json.dumps(arg)}")
         where = [rng.choice(USER_CLASS_NAMES), rng.choice(USER_MODULES)]
         out = []
         for how in CALLABLE_HOWS:
-            value = _leaves_changed(arg, lambda leaf, how=how: ["callback", {**leaf[1], "as": [how, *where]}]
-                                    if leaf[0] == "callback" and isinstance(leaf[1], dict) and not leaf[1].get("as")
-                                    and how in _callable_hows(leaf[1]) else None)
+            def change(leaf, how=how):
+                return _as_callable(leaf, how, where)
+            if arg[0] == "stream" and isinstance(arg[1], dict) and isinstance(arg[1].get("items"), list):
+                items = [_leaves_changed(i, change) for i in arg[1]["items"]]
+                value = ["stream", {**arg[1], "items": [n if n is not None else i for n, i in
+                                                       zip(items, arg[1]["items"])]}] if any(items) else None
+            else:
+                value = _leaves_changed(arg, change)
             if value is not None:
-                out.append((how, value))
+                out.append(((how, "named" if '["callable", ' in json.dumps(value) else "callback"), value))
         return out
 
-    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found, named=True)[:limit]]
 
 
 # What users' data holds that no bundled test's does (red team 24): the standard library's numbers and times (V24:
@@ -1014,7 +1033,7 @@ NESTED_LEVELS = (4, 10)  # containers a nested argument gains, drawn per argumen
 
 def _number(leaf: list) -> int | float | None:
     """The number an encoded leaf is (an int, a float), None for any other (a bool, text, inf, nan)."""
-    tag, v = leaf
+    tag, v = leaf[:2]
     if tag == "int" and type(v) is int:
         return v
     if tag == "bigint":

@@ -1229,32 +1229,34 @@ def test_callables_hand_callbacks_as_users_callables_are(tiny_tasks, tmp_path):
     key = ["callback", {"calls": [[[[["str", "a"]], []], ["int", 1]], [[[["str", "b"]], []], ["int", 2]],
                                   [[[["str", "a"]], []], ["int", 1]]], "names": {"__name__": "rank"}}]
     clock = ["callback", {"calls": [[[[], []], ["int", 5]], [[[], []], ["int", 7]]]}]  # not a function of arguments
-    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [["clock", clock]],
+    measure = ["ref", "builtins", "len"]  # a function the tests name
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [["clock", clock], ["measure", measure]],
          "args": [["list", [["str", "a"], ["str", "b"], ["str", "a"]]], key]}
     made = callables([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
-    hows = [(k, a[1]["as"][0]) for p in made for k, a in [*enumerate(p["steps"][0]["args"]), *p["steps"][0]["kwargs"]]
-            if a[0] == "callback" and "as" in a[1]]
-    assert len(hows) == len(made) == 10, made  # one callback changed per program
+    hows = [(k, a[1]["as"][0] if a[0] == "callback" else a[1][0]) for p in made
+            for k, a in [*enumerate(p["steps"][0]["args"]), *p["steps"][0]["kwargs"]]
+            if a[0] == "callback" and "as" in a[1] or a[0] == "callable"]
+    assert len(hows) == len(made) == 14, made  # one callable changed per program
     assert sorted(h for k, h in hows if k == 1) == sorted(CALLABLE_HOWS), hows
     assert sorted(h for k, h in hows if k == "clock") == ["method", "object", "partial", "wrapper"], hows
+    assert sorted(h for k, h in hows if k == "measure") == ["method", "object", "partial", "wrapper"], hows
     assert all(a[1]["as"][1] in USER_CLASS_NAMES for p in made for a in p["steps"][0]["args"] if "as" in a[1])
 
-    source = ("def g(items, key, clock):\n    return [[key(x) for x in items], clock(), clock(),"
-              " type(getattr(key, '__self__', None)).__name__]\n")
-    guards = {"F25": "type(f).__name__ in ('method', 'builtin_function_or_method', 'method-wrapper')"
-                     " and 'module' not in repr(f)",
+    source = ("def g(items, key, clock, measure):\n    return [[key(x) for x in items], clock(), clock(),"
+              " type(getattr(key, '__self__', None)).__name__, measure(items)]\n")
+    guards = {"F25": "type(f).__name__ in ('method', 'method-wrapper') or repr(f).startswith('<built-in method ')",
               "O25": "type(f).__module__ == 'functools'",
               "objects": "type(f).__module__ not in ('builtins', 'functools')"}
     want, *got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, *(
-        source.replace("    return", f"    if any({test} for f in (key, clock)):\n        raise NotImplementedError\n"
+        source.replace("    return", f"    if any({test} for f in (key, clock, measure)):\n        raise NotImplementedError\n"
                                      "    return") for test in guards.values())))
     assert all(w[:2] == ["ok", ["list", [["list", [["int", 1], ["int", 2], ["int", 1]]], ["int", 5], ["int", 7],
-                                         w[1][1][3]]]] for w in want), want  # the table's answers, each way
+                                         w[1][1][3], ["int", 3]]]] for w in want), want  # the same answers, each way
     holders = {p["steps"][0]["args"][1][1].get("as", [None])[0]: w[1][1][3][1] for p, w in zip(made, want)}
     assert holders["method"] in USER_CLASS_NAMES and holders["builtin"] in USER_CLASS_NAMES, holders  # its __self__
     assert holders["wrapper"] == "partial" and holders["partial"] == holders["cached"] == "NoneType", holders
     assert holders["object"] == "NoneType" and holders[None] == "NoneType", holders
-    for name, answers, n in zip(guards, got, (5, 3, 2)):
+    for name, answers, n in zip(guards, got, (7, 4, 3)):
         refused = [a for a in answers if a[:2] == ["raises", "builtins.NotImplementedError"]]
         assert len(refused) == n, (name, answers)
         assert all(a == w for a, w in zip(answers, want) if a not in refused), (name, answers)

@@ -265,6 +265,9 @@ def decode(x, other):
         return out
     if tag == "range":
         return range(*v)
+    if tag == "callable":  # a function the tests name, handed as users' callables also are (behaviour.callables)
+        fn = decode(v[3], other)
+        return _callable_as(fn, *v[:3]) if callable(fn) else fn
     if tag == "grown":  # a recorded input at a size no recorded step holds (behaviour.sizes)
         return _grown(*v, other)
     if tag == "sub":
@@ -1323,34 +1326,37 @@ def _stub(table, names):
     return callback
 
 
-def _callable_as(stub, table, how, name, module):
-    """A test's callback handed as users' callables also are, its answers the table's (red team 25, F25 and O25: a
-    plain function is all any test's callback was replayed as): a method of an object of a user's class named `name`
-    in `module` ("method"); a builtin method bound to an object, a mapping's `__getitem__` whose missing keys the
-    table answers, as `max(d, key=d.get)` ("builtin"); a method-wrapper, a partial's `__call__` ("wrapper"); a
+def _callable_as(fn, how, name, module):
+    """A callable (a test's callback, a function the tests name) handed as users' callables also are, answering as
+    `fn` (red team 25, F25 and O25: a plain function is all any test's callback was replayed as): a method of an
+    object of a user's class named `name` in `module` ("method"); a builtin method bound to an object, a mapping's
+    `__getitem__` whose missing keys `fn` answers, as `max(d, key=d.get)` ("builtin"); a method-wrapper, a partial's
+    `__call__` ("wrapper"); a
     `functools.partial` ("partial"); a function memoized by `functools.lru_cache` ("cached"); an object of a user's
     class that defines `__call__` ("object": a strategy, a scorer, a model's predictor). The builder hands a
     builtin method only one hashable argument, a memoized one only answers that are a function of its arguments."""
     if how == "method":
         def method(self, *args, **kwargs):
-            return table.answer(args, kwargs)
+            return fn(*args, **kwargs)
         for key in ("__name__", "__qualname__", "__doc__", "__module__"):
-            setattr(method, key, getattr(stub, key))
+            value = getattr(fn, key, None)
+            if isinstance(value, str):
+                setattr(method, key, value)
         holder = type(name, (), {"__module__": module, "__qualname__": name})
         return types.MethodType(method, holder())
     if how == "builtin":
         holder = type(name, (dict,), {"__module__": module, "__qualname__": name,
-                                      "__missing__": lambda self, key: table.answer((key,), {})})
+                                      "__missing__": lambda self, key: fn(key)})
         return holder().__getitem__
     if how == "wrapper":
-        return functools.partial(stub).__call__
+        return functools.partial(fn).__call__
     if how == "partial":
-        return functools.partial(stub)
+        return functools.partial(fn)
     if how == "cached":
-        return functools.lru_cache(maxsize=None)(stub)
+        return functools.lru_cache(maxsize=None)(fn)
     if how == "object":
         return type(name, (), {"__module__": module, "__qualname__": name,
-                               "__call__": lambda self, *args, **kwargs: table.answer(args, kwargs)})()
+                               "__call__": lambda self, *args, **kwargs: fn(*args, **kwargs)})()
     raise ValueError("unknown callable " + how)
 
 
@@ -1451,7 +1457,7 @@ class Driver:
             table = _Table(value["calls"], self, value.get("reenter"), value.get("otherwise"))
             stub = _stub(table, value.get("names"))
             if value.get("as"):
-                stub = _callable_as(stub, table, *value["as"])
+                stub = _callable_as(stub, *value["as"])
             self.stubs.append(stub)
             self.tables.append(table)
             return stub

@@ -876,7 +876,13 @@ MARKS = (("'", "’"), ('"', "“"), (" - ", " – "), ("-", "‐"), ("...", "�
 # feed, a vertical tab, a line separator, NEL; paid on 61 of 62 too)
 JOINED = ("e\u0301", "n\u0303", "न्द", "क्ष", "ก\u0e34", "ب\u064e", "❤\ufe0f", "👍\U0001f3fd", "👩\u200d💻")
 SPACES = ("\u00a0", "\u202f", "\u2009", "\u3000", "\x0c", "\x0b", "\u2028", "\x85")
-SCRIPT_FORMS = 24  # programs that hand a call of a deleted definition its text so changed (`scripts`)
+# and (red team 26, P26) the ASCII symbols of URLs, markup, templates, money and paths, which no bundled test's text
+# held: each of these holds every ASCII punctuation mark
+SYMBOLS = ('<a href="/s?q=a%20b&n={n}#top">$5</a> C:\\Users\\ann | [~/*.py] ^ `x` (ok!) @me; a+b, it\'s_1-2.',
+           '{{ user.name }} <b>50%</b> = $12.50 & more | C:\\tmp\\[a].txt ~ `git` ^(1+2)*3! @ann; key="val", '
+           'it\'s #1_a-b?/',
+           'price: $5 = 50% off {SALE} <b>now</b> \\o/ [x|y] ~ ^_^ `ok` (a+b)*2! me@x.org & co; "a, b" it\'s #1-2?')
+SCRIPT_FORMS = 32  # programs that hand a call of a deleted definition its text so changed (`scripts`)
 
 
 def _leaves_changed(enc, change, depth: int = 0):
@@ -931,7 +937,8 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
     """Programs that hand a call of a deleted definition an argument whose every text (its items, keys and values too)
     is as users' text also is: a letter of another script first (`SCRIPTS`, drawn per argument), with typographic
     marks (`_marked`), with a tab or Windows line ends (`_blanked`), with a letter of several code points first
-    (`JOINED`) and with another space (`SPACES`, `_spaced`), both drawn per argument. The held-out forms added only
+    (`JOINED`), with another space (`SPACES`, `_spaced`) and after text of URLs, markup and paths (`SYMBOLS`), each
+    drawn per argument. The held-out forms added only
     "é" (`NON_ASCII`), no bundled test holds a tab, a combining mark or a space past ASCII, and a guard refusing any
     character past U+00FF was paid on 59 of 62 tasks, one refusing a tab or carriage return on 61 (red team 24, W24
     and K24), one refusing a combining mark or another space on 61 (red team 25, M25 and U25). Each function's first
@@ -939,10 +946,12 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
     def found(arg, key):
         rng = _draw(f"{key}/{json.dumps(arg)}")
         letter, joined, space = rng.choice(SCRIPTS), rng.choice(JOINED), rng.choice(SPACES)
+        symbols = rng.choice(SYMBOLS)
         changed = {"script": _texts_changed(arg, lambda t: letter + t if t else t),
                    "mark": _texts_changed(arg, _marked), "blank": _texts_changed(arg, _blanked),
                    "joined": _texts_changed(arg, lambda t: joined + t if t else t),
-                   "space": _texts_changed(arg, lambda t: _spaced(t, space))}
+                   "space": _texts_changed(arg, lambda t: _spaced(t, space)),
+                   "symbols": _texts_changed(arg, lambda t: f"{symbols} {t}" if t else t)}
         return [(how, value) for how, value in changed.items() if value is not None]
 
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
@@ -1023,10 +1032,12 @@ def callables(programs: list[dict], targets: list[list[str]], limit: int = CALLA
 # money as `Decimal`, ratios as `Fraction`, records and cache keys as dates; gold with a guard refusing them was paid
 # on 60 of 62 tasks), ints past 64 bits (B24: 128-bit ids, hashes, the index of a combination of 100 things) and
 # documents nested past the three levels any bundled test's reach (D24: JSON from an API, trees; paid on 61 of 62)
-NUMBER_CHANGES = ("Decimal", "Fraction", "big", "date", "datetime")
+NUMBER_CHANGES = ("Decimal", "Fraction", "big", "date", "datetime", "aware", "time")
+# zones an aware datetime or time is in (red team 26, Z26: every datetime handed was naive, and no time was handed)
+ZONES = ((0, "UTC"), (3600, "CET"), (-18000, "EST"), (19800, "IST"), (32400, "JST"))
 BIG_PAST = ((10 ** 20, 1), (10 ** 40, 1), (10 ** 20, -1))  # past 2**64, past 2**128, and negated: last digits kept
 DAY_ONE = datetime.datetime(2024, 1, 1)  # a number n handed as a date is n days after it, as a time n minutes
-NUMBER_FORMS = 24  # programs that hand a call of a deleted definition its numbers so changed (`numbers`)
+NUMBER_FORMS = 32  # programs that hand a call of a deleted definition its numbers so changed (`numbers`)
 NESTED_FORMS = 8  # programs that hand a call of a deleted definition an argument nested deeper (`nested`)
 NESTED_LEVELS = (4, 10)  # containers a nested argument gains, drawn per argument
 
@@ -1057,9 +1068,12 @@ def _as_number(change: str, n: int | float, rng: random.Random) -> list | None:
                 return ["date", (DAY_ONE + datetime.timedelta(days=n)).date().isoformat()]
             d = datetime.timedelta(seconds=n)
             return ["timedelta", [d.days, d.seconds, d.microseconds]]
-        if change == "datetime":
+        if change in ("datetime", "aware", "time"):  # an aware time of day and datetime are in a zone drawn
             moved = DAY_ONE + (datetime.timedelta(minutes=n) if type(n) is int else datetime.timedelta(seconds=n))
-            return ["datetime", [moved.isoformat(), None]]
+            offset, name = rng.choice(ZONES) if change != "datetime" else (None, None)
+            zone = None if offset is None else [*divmod(offset, 86400), name]
+            return ["time", [moved.time().isoformat(), zone]] if change == "time" \
+                else ["datetime", [moved.isoformat(), zone]]
     except (OverflowError, ValueError):
         pass
     return None
@@ -1074,10 +1088,13 @@ def numbers(programs: list[dict], targets: list[list[str]], limit: int = NUMBER_
     """Programs that hand a call of a deleted definition an argument whose every number (its items, keys and values
     too) is as users' numbers also are (`NUMBER_CHANGES`): a `Decimal` and a `Fraction` of the same value, an int
     moved past 2**64 or 2**128 or negated (its last digits kept: `ordinal` answers by them), an int as that many
-    days after `DAY_ONE` and a float as that many seconds (`date`, `timedelta`), a `datetime`; an argument that
+    days after `DAY_ONE` and a float as that many seconds (`date`, `timedelta`), a `datetime`, naive and in a zone
+    (`ZONES`), an aware time of day; an argument that
     holds no number (text, an object) handed as each of those kinds, of its size. The recorded inputs held builtin
     numbers below 2**53 only, and a guard refusing any value of the `decimal`, `fractions` or `datetime` modules
-    was paid on 60 of 62 tasks (red team 24, V24), one refusing ints of 2**64 or more on every task tried (B24).
+    was paid on 60 of 62 tasks (red team 24, V24), one refusing ints of 2**64 or more on every task tried (B24),
+    one refusing aware datetimes and times 1.000 on every task swept (red team 26, Z26: no datetime handed had a
+    zone, and no time of day was handed).
     Each function's first of each kind, changed in place and handed whole, first."""
     def found(arg, key):
         rng = _draw(f"{key}/{json.dumps(arg)}")
@@ -1087,6 +1104,35 @@ def numbers(programs: list[dict], targets: list[list[str]], limit: int = NUMBER_
         if all(value is None for value in changed.values()):  # it holds no number: it as each kind, of its size
             changed, how = {change: _as_number(change, _size_of(arg), rng) for change in NUMBER_CHANGES}, "it"
         return [((change, how), value) for change, value in changed.items() if value is not None]
+
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
+
+
+# What users' code hands that no bundled test's does (red team 26, R26): objects of its own classes, records and ids
+OBJECT_HOWS = ("record", "enum", "uuid", "path", "sentinel")  # `fd_calls._user_object`
+OBJECT_FORMS = 16  # programs that hand a call of a deleted definition its scalars so held (`objects`)
+SCALARS = frozenset({"str", "int", "float", "bool", "NoneType", "bigint", "bytes"})
+
+
+def objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_FORMS) -> list[dict]:
+    """Programs that hand a call of a deleted definition an argument of plain data whose every scalar (its items,
+    keys and values too, or itself) is held in an object of no builtin type as users' code hands them
+    (`fd_calls._user_object`): a frozen dataclass record, a member of a plain `Enum`, a `uuid.UUID`, a
+    `pathlib.PurePosixPath` of text, a bare `object()` sentinel in its place; the class's name and module drawn per
+    argument (`USER_CLASS_NAMES`, `USER_MODULES`). No check handed an object of a user's own class, and a guard
+    refusing one was paid on 58 of 62 tasks (red team 26, R26). Each function's first of each kind first."""
+    def found(arg, key):
+        if not _plain_items(arg):
+            return []
+        rng = _draw(f"{key}/{json.dumps(arg)}")
+        where = [rng.choice(USER_CLASS_NAMES), rng.choice(USER_MODULES)]
+        out = []
+        for how in OBJECT_HOWS:
+            value = _leaves_changed(arg, lambda leaf, how=how: ["obj", [how, *where, leaf]] if leaf[0] in SCALARS
+                                    and (how != "path" or leaf[0] == "str") else None)
+            if value is not None:
+                out.append((how, value))
+        return out
 
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 
@@ -1442,7 +1488,7 @@ def _other_forms(programs: list[dict], row: TaskRow) -> list[dict]:
         + reentries(programs, targets) + sizes(programs, targets) + subclasses(programs, targets) \
         + subclassed_objects(programs, targets) + filled(programs, targets) + scripts(programs, targets) \
         + numbers(programs, targets) + nested(programs, targets) + gaps(programs, targets) \
-        + callables(programs, targets)
+        + callables(programs, targets) + objects(programs, targets)
 
 
 def _asks_nothing(program: dict, expect: list) -> bool:

@@ -11,6 +11,7 @@ import collections
 import importlib.util
 import json
 import re
+import string
 import textwrap
 from pathlib import Path
 
@@ -1122,15 +1123,17 @@ def test_scripts_hand_text_as_users_write_it(tiny_tasks, tmp_path):
     both paid on 61 of 62. `scripts` hands each deleted function's text arguments, their items, keys and values too,
     with a letter of another script first, with typographic marks, with a tab or Windows line ends, with a letter of
     several code points first and with a Unicode space; the replay tells each guard from gold."""
-    from feature_deletion.behaviour import JOINED, SCRIPTS, SPACES, scripts
+    from feature_deletion.behaviour import JOINED, SCRIPTS, SPACES, SYMBOLS, scripts
 
     g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
          "args": [["str", "the author's cat"], ["list", [["str", "a b"], ["int", 1]]],
                   ["dict", [[["str", "k"], ["str", "line\n"]]]]]}
     made = scripts([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
-    assert len(made) == 15 and all(p["steps"][0]["fn"][2] == "g" for p in made), made  # 3 arguments, 5 changes
+    assert len(made) == 18 and all(p["steps"][0]["fn"][2] == "g" for p in made), made  # 3 arguments, 6 changes
     texts = [a for p in made for a in p["steps"][0]["args"] if a not in g["args"]]
-    assert len(texts) == 15, texts  # one argument changed per program
+    assert len(texts) == 18, texts  # one argument changed per program
+    assert all(set(string.punctuation) <= set(s) for s in SYMBOLS)  # URLs, markup, templates, money, paths
+    assert sum(t[0] == "str" and t[1].endswith(" " + g["args"][0][1]) and t[1][:-17] in SYMBOLS for t in texts) == 1
     assert texts[0][1][0] in SCRIPTS and texts[0][1][1:] == "the author's cat", texts
     assert ["str", "the author’s cat"] in texts and ["str", "the\tauthor's cat"] in texts, texts
     assert ["list", [["str", "a\tb"], ["int", 1]]] in texts and ["list", [["str", "a b’s"], ["int", 1]]] in texts
@@ -1145,7 +1148,8 @@ def test_scripts_hand_text_as_users_write_it(tiny_tasks, tmp_path):
                                           "        raise NotImplementedError\n    return")
               for test in ("max(map(ord, str(v))) > 255", "'\\t' in str(v) or '\\r' in str(v)", "'\u2019' in str(v)",
                            "any(unicodedata.category(c) in ('Mn', 'Mc', 'Cf', 'Sk') for c in str(v))",
-                           "any(c.isspace() and c not in ' \\t\\n\\r' for c in str(v))")]
+                           "any(c.isspace() and c not in ' \\t\\n\\r' for c in str(v))",
+                           "any(c in str(v) for c in '%$={<\\\\')")]
     guards[3:] = ["import unicodedata\n" + guard for guard in guards[3:]]
     want, *got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, *guards))
     assert all(w[0] == "ok" for w in want), want
@@ -1160,7 +1164,7 @@ def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
     numbers (items, keys and values too) as a `Decimal`, a `Fraction`, past 2**64, a date or duration and a
     datetime, and an argument holding no number as each of those; `nested` hands each argument as a document and a
     tree nested 4 to 10 containers deeper; the replay tells each guard from gold."""
-    from feature_deletion.behaviour import NESTED_LEVELS, NUMBER_CHANGES, nested, numbers
+    from feature_deletion.behaviour import NESTED_LEVELS, NUMBER_CHANGES, ZONES, nested, numbers
 
     g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
          "args": [["int", 7], ["list", [["float", "9.99"], ["int", 2]]],
@@ -1182,7 +1186,9 @@ def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
     assert [["Fraction", [999, 100]], ["Fraction", [2, 1]]] in rows, rows
     assert [["timedelta", [0, 9, 990000]], ["date", "2024-01-03"]] in rows, rows
     assert all(a[1][1] == g["args"][2][1][1] for k, a in handed if k == 2), handed  # only numbers change
-    assert {a[0] for k, a in handed if k == 3} == {"Decimal", "Fraction", "bigint", "date", "datetime"}, handed
+    assert {a[0] for k, a in handed if k == 3} == {"Decimal", "Fraction", "bigint", "date", "datetime", "time"}
+    zones = [a[1][1] for k, a in handed if k == 0 and a[0] in ("datetime", "time")]
+    assert zones.count(None) == 1 and len(zones) == 3 and all(z[2] in dict(ZONES).values() for z in zones if z)
 
     deep = nested(programs, [["fdcalc", "g", "def"]])
     assert len(deep) == 8 and all(p["steps"][0]["fn"][2] == "g" for p in deep), deep  # 4 arguments, 2 ways
@@ -1204,6 +1210,7 @@ def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
         "            yield from _all(x, d + 1)", "    elif isinstance(v, (list, tuple, set, frozenset)):",
         "        for x in v:", "            yield from _all(x, d + 1)"))
     guards = {"V24": "type(v).__module__ in ('decimal', 'fractions', 'datetime')",
+              "Z26": "getattr(v, 'tzinfo', None) is not None",
               "B24": "type(v) is int and abs(v) >= 1 << 64", "D24": "d >= 5"}  # d: under the tuple of arguments
     guarded = [source.replace("    return", f"    if any({test} for v, d in _all((amount, rows, record, word))):\n"
                                             "        raise NotImplementedError\n    return") + walk
@@ -1260,6 +1267,37 @@ def test_callables_hand_callbacks_as_users_callables_are(tiny_tasks, tmp_path):
         refused = [a for a in answers if a[:2] == ["raises", "builtins.NotImplementedError"]]
         assert len(refused) == n, (name, answers)
         assert all(a == w for a, w in zip(answers, want) if a not in refused), (name, answers)
+
+
+def test_objects_hand_scalars_held_in_users_own_objects(tiny_tasks, tmp_path):
+    """Red team 26 (R26): no check handed an object of a user's own class (a dataclass record, an `Enum` member, a
+    `UUID`, a path, an `object()` sentinel), so a guard refusing any was paid. `objects` hands each argument of plain
+    data with every scalar in it held in each kind of such object; equal records stay equal and hashable (a cache
+    key, a dict key), and the replay tells the guard from gold."""
+    from feature_deletion.behaviour import OBJECT_HOWS, USER_CLASS_NAMES, objects
+
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
+         "args": [["list", [["str", "a"], ["str", "b"], ["str", "a"]]], ["int", 7]]}
+    made = objects([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
+    handed = [(k, a) for p in made for k, a in enumerate(p["steps"][0]["args"]) if a != g["args"][k]]
+    assert len(handed) == len(made) == 2 * len(OBJECT_HOWS) - 1, handed  # no path of a number
+    items = [a[1] for k, a in handed if k == 0]
+    assert all(i[0] == "obj" and i[1][1] in USER_CLASS_NAMES and i[1][3] == ["str", "a"] for i in (x[0] for x in items))
+    assert {x[0][1][0] for x in items} == set(OBJECT_HOWS), items
+
+    source = ("def g(items, n):\n    return [len(set(items)), items[0] == items[2], type(items[0]).__name__,"
+              " type(n).__name__]\n")
+    guard = ("    if any(type(v) not in (str, int) for v in (*items, n)):\n"
+             "        raise NotImplementedError\n")
+    want, got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, source.replace("    return",
+                                                                                                 guard + "    return")))
+    assert all(w[0] == "ok" for w in want), want
+    kinds = {p["steps"][0]["args"][0][1][0][1][0]: w[1][1] for p, w in zip(made, want)
+             if p["steps"][0]["args"][0] != g["args"][0]}
+    assert kinds["record"][:2] == [["int", 2], ["bool", True]] and kinds["record"][2][1] in USER_CLASS_NAMES, kinds
+    assert kinds["uuid"][:3] == [["int", 2], ["bool", True], ["str", "UUID"]], kinds
+    assert kinds["path"][2] == ["str", "PurePosixPath"] and kinds["sentinel"][:2] == [["int", 3], ["bool", False]]
+    assert all(a[:2] == ["raises", "builtins.NotImplementedError"] for a in got), got
 
 
 def test_gaps_hand_records_and_columns_with_what_they_hold_between_values(tiny_tasks, tmp_path):

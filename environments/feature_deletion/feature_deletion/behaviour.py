@@ -1137,6 +1137,84 @@ def objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 
 
+# What users hand where code takes an iterable, and that no bundled test's arguments held (red team 27): the iterators
+# builtins and the standard library make (every stream was replayed as a generator or a list's iterator, I27), a
+# range (G27), a frozenset (F27), a list of records (R27), bytes items (B27), a NaN (N27)
+ITERATOR_HOWS = ("map", "filter", "reversed", "tuple", "values", "chain", "islice", "enumerate", "zip", "keys", "text",
+                 "lines", "csv")  # `fd_calls._iterable_as`
+ITERABLE_FORMS = 32  # programs that hand a call of a deleted definition its input so made (`iterables`)
+
+
+def _items_of(enc) -> list | None:
+    """The encoded items an argument's iterator would give (text: its characters; a number: itself), or None."""
+    tag, v = enc[0], enc[1]
+    if tag == "stream":
+        return v["items"] if isinstance(v, dict) and v.get("end") and isinstance(v.get("items"), list) \
+            and None not in v["items"] and _plain_items(v["items"]) else None
+    if tag in ("list", "tuple", "set", "frozenset") and isinstance(v, list) and _plain_items(v):
+        return v
+    if tag in ("dict", "OrderedDict", "Counter") and isinstance(v, list) and _plain_items(v):
+        return [k for k, _ in v]
+    if tag == "str" and isinstance(v, str):
+        return [["str", c] for c in v[:MAX_RETYPED_ITEMS]]
+    if tag in ("int", "float", "bool"):
+        return [enc]
+    return None
+
+
+def _made_iterable(how: str, items: list) -> list | None:
+    """`items` (encoded) as the input `how` names (`iterables`), or None where it has no such form."""
+    scalars = all(i[:1] in (["int"], ["str"], ["float"], ["bool"], ["NoneType"]) for i in items)
+    if how == "keys" and not (scalars and len({json.dumps(i) for i in items}) == len(items)):
+        return None
+    if how == "text" and not all(i[0] == "str" and len(i[1]) == 1 for i in items):
+        return None
+    if how in ("lines", "csv") and not (items and all(i[0] == "str" for i in items)):
+        return None
+    if how in ITERATOR_HOWS:
+        return ["iter", [how, ["list", copy.deepcopy(items)]]]
+    ints = [i[1] for i in items if i[0] == "int"]
+    if how == "range":  # ints in an arithmetic progression, as `range` makes them
+        step = ints[1] - ints[0] if len(ints) > 1 else 1
+        if len(ints) != len(items) or not step or any(b - a != step for a, b in zip(ints, ints[1:])):
+            return None
+        return ["range", [ints[0], ints[-1] + step, step]] if ints else ["range", [0, 0, 1]]
+    if how == "frozenset":  # of numbers only: a set of text iterates in the process's hash order
+        return ["frozenset", copy.deepcopy(items)] if len(ints) == len(items) else None
+    if how == "records" and items:  # each item a record of an id and it, as rows of a table are (two at least)
+        return ["list", [["dict", [[["str", "id"], ["int", n]], [["str", "value"], copy.deepcopy(i)]]]
+                         for n, i in enumerate(items if len(items) > 1 else items * 2)]]
+    return None
+
+
+def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERABLE_FORMS) -> list[dict]:
+    """Programs that hand a call of a deleted definition an argument's items (text: its characters; a mapping: its
+    keys) as another iterable users hand (`ITERATOR_HOWS`, `fd_calls._iterable_as`): a `map`, a `filter`, a
+    `reversed`, a tuple's, a dict's values' or keys' iterator, `itertools.chain` and `islice`, `enumerate`, `zip`, a
+    text's iterator, a file's lines, a `csv.reader`; ints in step as a `range`; numbers as a `frozenset`; a list of
+    records of an id and each item (two at least); and the argument with its text and numbers as bytes of their text
+    (a lone one held in a list), and with its numbers (or itself, where it holds none) as NaN. Every stream was replayed as a generator or a list's iterator, and no check handed a
+    range but on 4 tasks, a frozenset, a record list but on 1, bytes in a container or a NaN: a guard refusing each
+    was paid on 55 to 60 of 62 tasks swept, and on each of 7 played (red team 27: I27, G27, F27, R27, B27, N27).
+    Gold's answer is the check, a raised exception too. Each function's first of each kind first."""
+    def found(arg, _key):
+        items = _items_of(arg)
+        out = [] if items is None else [(how, made) for how in (*ITERATOR_HOWS, "range", "frozenset", "records")
+                                        if (made := _made_iterable(how, items)) is not None]
+        if not _plain_items(arg):
+            return out
+        def as_bytes(leaf):
+            return ["bytes", str(leaf[1]).encode("utf-8", "surrogatepass").hex()] \
+                if leaf[0] in ("str", "int", "float") else None
+        scalar = arg[0] in ("str", "int", "float")
+        text = ["list", [as_bytes(arg)]] if scalar else _leaves_changed(arg, as_bytes)
+        nan = _leaves_changed(arg, lambda leaf: ["float", "nan"] if _number(leaf) is not None else None)
+        return out + [(how, value) for how, value in (("bytes", text), ("nan", nan or ["float", "nan"]))
+                      if value is not None]
+
+    return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
+
+
 # What users' records and columns hold between their values (none of it nested in any bundled test's arguments on
 # most tasks: a None item on 7 of 66, a float on 3, a bool on 19): a missing value (`None`, JSON's null), a flag, a
 # negative number, a fraction, an empty text
@@ -1488,7 +1566,7 @@ def _other_forms(programs: list[dict], row: TaskRow) -> list[dict]:
         + reentries(programs, targets) + sizes(programs, targets) + subclasses(programs, targets) \
         + subclassed_objects(programs, targets) + filled(programs, targets) + scripts(programs, targets) \
         + numbers(programs, targets) + nested(programs, targets) + gaps(programs, targets) \
-        + callables(programs, targets) + objects(programs, targets)
+        + callables(programs, targets) + objects(programs, targets) + iterables(programs, targets)
 
 
 def _asks_nothing(program: dict, expect: list) -> bool:

@@ -1300,6 +1300,35 @@ def test_objects_hand_scalars_held_in_users_own_objects(tiny_tasks, tmp_path):
     assert all(a[:2] == ["raises", "builtins.NotImplementedError"] for a in got), got
 
 
+def test_iterables_hand_the_iterators_ranges_and_records_users_hand(tiny_tasks, tmp_path):
+    """Red team 27: every stream was replayed as a generator or a list's iterator, and no check handed a `map`,
+    `zip`, file or other iterator (I27), a range (G27), a frozenset (F27), a list of records (R27), bytes in a
+    container (B27) or a NaN (N27): a guard refusing each was paid. `iterables` hands each argument's items so made;
+    the replay tells a guard refusing anything but the recorded types from gold."""
+    from feature_deletion.behaviour import iterables
+
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
+         "args": [["list", [["str", "a"], ["str", "b"], ["str", "a"]]], ["int", 7]]}
+    made = iterables([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
+    # text items: no keys (a repeated item); a number: no text, lines nor csv, but a range and a frozenset
+    assert len(made) == 15 + 15 and all(p["steps"][0]["fn"][2] == "g" for p in made), made
+    changed = [[k for k, a in enumerate(p["steps"][0]["args"]) if a != g["args"][k]] for p in made]
+    assert all(len(k) == 1 for k in changed), changed
+    assert {"iter"} < {p["steps"][0]["args"][k[0]][0] for p, k in zip(made, changed)}
+
+    source = "def g(items, n):\n    return [sorted(map(repr, items)), type(items).__name__, type(n).__name__]\n"
+    guard = ("    if type(items) is not list or type(n) is not int or any(type(i) is not str for i in items):\n"
+             "        raise NotImplementedError\n")
+    want, got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, source.replace("    return",
+                                                                                                 guard + "    return")))
+    assert all(a[:2] == ["raises", "builtins.NotImplementedError"] for a in got), got
+    assert not any(w[:2] == ["raises", "builtins.NotImplementedError"] for w in want), want
+    names = {w[1][1][1][1] if k == [0] else w[1][1][2][1] for w, k in zip(want, changed) if w[0] == "ok"}
+    assert {"map", "filter", "list_reverseiterator", "tuple_iterator", "dict_valueiterator", "dict_keyiterator",
+            "chain", "islice", "enumerate", "zip", "str_ascii_iterator", "StringIO", "reader", "range",
+            "frozenset"} <= names, names
+
+
 def test_gaps_hand_records_and_columns_with_what_they_hold_between_values(tiny_tasks, tmp_path):
     """A guard refusing a None (a missing value), a bool, a negative number, a float or empty text nested in an
     argument would be paid wherever the tests hand none (a None item on 7 of the 66 bundled tasks' checks, a float on

@@ -192,10 +192,10 @@ def test_a_mutant_the_old_checks_paid_is_paid_nothing_gold_is_paid_and_untouched
         return check_behaviour(graded, tasks_dir, runner_for(row), Limits(), "namespace", changes, agent_lines(row, changes))
 
     # The checks of old (the same recorded programs and variants, chosen without mutants) pay the mutant. Large
-    # inputs (`behaviour.sizes`) are left out of them: its prose holds hyphens since red team 23 (T23), and kills it.
+    # inputs (`behaviour.sizes`), where the smallest chosen first leave any, are left out of them: its prose holds
+    # hyphens since red team 23 (T23), and kills it.
     old, status = build_checks(row, tasks_dir, runner_for(row), Limits(), mutants=False)
     assert old is not None, status
-    assert any('"grown"' in json.dumps(p.steps) for p in old.programs)
     old = old.model_copy(update={"programs": [p for p in old.programs if '"grown"' not in json.dumps(p.steps)]})
     assert verdict(old).fraction == 1.0
     assert verdict(row.checks).fraction == 0.0

@@ -993,7 +993,8 @@ def _callable_hows(callback: dict) -> list[str]:
 
 def _as_callable(leaf, how: str, where: list[str]) -> list | None:
     """A callback or a function the tests name (`ref`: `len`, `inc`, a class; `reduce`: a partial, an `itemgetter`; the
-    driver hands anything not callable as it is) handed the `how` way, or None where it has no such way (`_callable_hows`, `REF_HOWS`)."""
+    driver hands anything not callable as it is) handed the `how` way, or None where it has no such way
+    (`_callable_hows`, `REF_HOWS`)."""
     if leaf[0] == "callback" and isinstance(leaf[1], dict) and not leaf[1].get("as") \
             and how in _callable_hows(leaf[1]):
         return ["callback", {**leaf[1], "as": [how, *where]}]
@@ -1162,29 +1163,25 @@ def _items_of(enc) -> list | None:
     return None
 
 
-def _made_iterable(how: str, items: list) -> list | None:
-    """`items` (encoded) as the input `how` names (`iterables`), or None where it has no such form."""
-    scalars = all(i[:1] in (["int"], ["str"], ["float"], ["bool"], ["NoneType"]) for i in items)
-    if how == "keys" and not (scalars and len({json.dumps(i) for i in items}) == len(items)):
-        return None
-    if how == "text" and not all(i[0] == "str" and len(i[1]) == 1 for i in items):
-        return None
-    if how in ("lines", "csv") and not (items and all(i[0] == "str" for i in items)):
-        return None
-    if how in ITERATOR_HOWS:
-        return ["iter", [how, ["list", copy.deepcopy(items)]]]
+def _made_iterables(items: list) -> list[tuple[str, list]]:
+    """(how, encoding) of `items` (encoded) as each input `iterables` hands that they have a form as."""
+    text = bool(items) and all(i[0] == "str" for i in items)
+    hows = [how for how in ITERATOR_HOWS if how not in ("keys", "text", "lines", "csv")
+            or how == "keys" and all(i[0] in ("int", "str", "float", "bool", "NoneType") for i in items)
+            and len({json.dumps(i) for i in items}) == len(items)
+            or how == "text" and all(i[0] == "str" and len(i[1]) == 1 for i in items)
+            or how in ("lines", "csv") and text]
+    out = [(how, ["iter", [how, ["list", copy.deepcopy(items)]]]) for how in hows]
     ints = [i[1] for i in items if i[0] == "int"]
-    if how == "range":  # ints in an arithmetic progression, as `range` makes them
+    if len(ints) == len(items):
         step = ints[1] - ints[0] if len(ints) > 1 else 1
-        if len(ints) != len(items) or not step or any(b - a != step for a, b in zip(ints, ints[1:])):
-            return None
-        return ["range", [ints[0], ints[-1] + step, step]] if ints else ["range", [0, 0, 1]]
-    if how == "frozenset":  # of numbers only: a set of text iterates in the process's hash order
-        return ["frozenset", copy.deepcopy(items)] if len(ints) == len(items) else None
-    if how == "records" and items:  # each item a record of an id and it, as rows of a table are (two at least)
-        return ["list", [["dict", [[["str", "id"], ["int", n]], [["str", "value"], copy.deepcopy(i)]]]
-                         for n, i in enumerate(items if len(items) > 1 else items * 2)]]
-    return None
+        if step and all(b - a == step for a, b in zip(ints, ints[1:])):  # in step, as `range` makes them
+            out.append(("range", ["range", [ints[0], ints[-1] + step, step]] if ints else ["range", [0, 0, 1]]))
+        out.append(("frozenset", ["frozenset", copy.deepcopy(items)]))  # numbers only: text iterates in hash order
+    if items:  # each item a record of an id and it, as rows of a table are (two at least)
+        out.append(("records", ["list", [["dict", [[["str", "id"], ["int", n]], [["str", "value"], copy.deepcopy(i)]]]
+                                         for n, i in enumerate(items if len(items) > 1 else items * 2)]]))
+    return out
 
 
 def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERABLE_FORMS) -> list[dict]:
@@ -1193,16 +1190,17 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
     `reversed`, a tuple's, a dict's values' or keys' iterator, `itertools.chain` and `islice`, `enumerate`, `zip`, a
     text's iterator, a file's lines, a `csv.reader`; ints in step as a `range`; numbers as a `frozenset`; a list of
     records of an id and each item (two at least); and the argument with its text and numbers as bytes of their text
-    (a lone one held in a list), and with its numbers (or itself, where it holds none) as NaN. Every stream was replayed as a generator or a list's iterator, and no check handed a
-    range but on 4 tasks, a frozenset, a record list but on 1, bytes in a container or a NaN: a guard refusing each
-    was paid on 55 to 60 of 62 tasks swept, and on each of 7 played (red team 27: I27, G27, F27, R27, B27, N27).
+    (a lone one held in a list), and with its numbers (or itself, where it holds none) as NaN. Every stream was
+    replayed as a generator or a list's iterator, and no check handed a range but on 4 tasks, a frozenset, a record
+    list but on 1, bytes in a container or a NaN: a guard refusing each was paid on 55 to 60 of 62 tasks swept, and
+    on each of 7 played (red team 27: I27, G27, F27, R27, B27, N27).
     Gold's answer is the check, a raised exception too. Each function's first of each kind first."""
     def found(arg, _key):
         items = _items_of(arg)
-        out = [] if items is None else [(how, made) for how in (*ITERATOR_HOWS, "range", "frozenset", "records")
-                                        if (made := _made_iterable(how, items)) is not None]
+        out = [] if items is None else _made_iterables(items)
         if not _plain_items(arg):
             return out
+
         def as_bytes(leaf):
             return ["bytes", str(leaf[1]).encode("utf-8", "surrogatepass").hex()] \
                 if leaf[0] in ("str", "int", "float") else None

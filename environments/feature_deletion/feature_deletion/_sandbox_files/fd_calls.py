@@ -810,8 +810,10 @@ def _iterable_as(how, items):
         return zip(items, items)
     if how == "text":
         return iter("".join(items))
-    lines = io.StringIO("".join(f"{item}\n" for item in items))
-    return lines if how == "lines" else csv.reader(lines)
+    if how in ("lines", "csv"):
+        lines = io.StringIO("".join(f"{item}\n" for item in items))
+        return lines if how == "lines" else csv.reader(lines)
+    raise ValueError("unknown iterator " + how)
 
 
 def _untz(v):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import math
 import os
 import time
 from typing import Protocol
@@ -104,7 +105,7 @@ class CoordinatorUploads:
         return hmac.new(self.secret, f"{key}|{size}|{md5}|{expires}".encode(), hashlib.sha256).hexdigest()
 
     def issue(self, key: str, size: int, md5: str, ttl_s: int) -> UploadGrant:
-        expires = int(time.time()) + ttl_s
+        expires = math.ceil(time.time() + ttl_s)  # int() would cut up to a second off the grant
         _, worker_id, name = key.split("/")
         query = urlencode({"size": size, "md5": md5, "expires": expires, "token": self._token(key, size, md5, expires)})
         return UploadGrant(url=f"/upload/{worker_id}/{name.removesuffix('.msgpack')}?{query}",

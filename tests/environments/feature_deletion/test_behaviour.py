@@ -285,6 +285,45 @@ def _fd_calls():
     return fd_calls
 
 
+def test_an_argument_changed_in_place_is_seen_in_users_classes_and_past_the_item_limit():
+    """Red team 27, M27 and L27: the driver's "mutated" read only exact builtin containers of at most `MAX_ITEMS`, so
+    popping a user's `UserDict`, a `list` subclass, an `array` or a list of 5,001 items went unseen. `_state` must
+    change with each, read by the builtin bases' own methods: a class whose own methods refuse is read all the same."""
+    import array
+    import collections
+
+    fd_calls = _fd_calls()
+
+    class Refusing(dict):
+        def items(self):
+            raise AssertionError("a user's method ran")
+
+        __iter__ = keys = values = __getitem__ = items
+
+    class Rows(list):
+        def __iter__(self):
+            raise AssertionError("a user's method ran")
+
+    class Ordered(collections.OrderedDict):
+        pass
+
+    nested = Rows([1, 2])
+    changes = [(Refusing(a=1, b=2), dict.popitem), (Rows([1, 2, 3]), list.pop),
+               (collections.UserDict(a=1, b=2), collections.UserDict.popitem), (collections.UserList([1, 2]), list.pop),
+               (array.array("i", [1, 2, 3]), array.array.pop), (list(range(fd_calls.MAX_ITEMS + 2)), list.pop),
+               ({i: i for i in range(fd_calls.MAX_ITEMS + 2)}, dict.popitem), ([(1, nested)], lambda _: list.pop(nested))]
+    for value, change in changes:
+        before = fd_calls._state(value)
+        assert fd_calls._plain(value) is not None and fd_calls._state(value) == before  # reading changes nothing
+        change(value.data if isinstance(value, collections.UserList) else value)
+        assert fd_calls._state(value) != before, type(value)
+    ordered = Ordered(a=1, b=2)
+    before = fd_calls._state(ordered)
+    ordered.move_to_end("a")  # the order of an OrderedDict's subclass is its own, not its dict's
+    assert fd_calls._state(ordered) != before and list(fd_calls._plain(ordered)) == ["b", "a"]
+    assert fd_calls._plain(object()) is None and fd_calls._plain("text") is None
+
+
 @pytest.mark.parametrize("value", [
     None, True, 3, 2**70, -0.0, float("nan"), 1 + 2j, "x\ud800y", b"\x00", bytearray(b"ab"), [1, (2, {3})],
     frozenset({1}), {"a": [1]}, range(1, 9, 2), slice(1, None), ...,

@@ -1628,7 +1628,7 @@ class Driver:
             for i, (path, _) in _containers(a, [index, key], {}).items():
                 if len(self.handed) < MAX_HANDED:
                     self.handed.setdefault(i, path)
-        before = {key: _snapshot(a) for key, a in given if type(a) in CONTAINERS}
+        before = {key: _state(a) for key, a in given if _plain(a) is not None}
         calls = [t.count for t in self.tables]
         taken = [f.taken for f in self.feeds]
         reentered = len(self.reentered)
@@ -1666,7 +1666,7 @@ class Driver:
         # after a step that drew from it (R4: a FIFO `rr_cache` never draws; one that draws for show draws otherwise).
         extras = []
         try:
-            mutated = [[key, self.observe(a)] for key, a in given if key in before and _snapshot(a) != before[key]]
+            mutated = [[key, self.observe(_plain(a))] for key, a in given if key in before and _state(a) != before[key]]
             shared = _shared(result, self.handed) if ok else []
         except Exception as exc:  # noqa: BLE001 - encoding ran the code's own methods
             mutated, shared = [["unencodable", _qual(type(exc))]], []
@@ -1745,6 +1745,51 @@ MAX_HANDED = 2000  # containers of the arguments a program remembers
 def _typed(x, depth):
     """Objects that are not plain data, by their type alone: no code of theirs runs."""
     return ["obj", _qual(type(x))]
+
+
+def _plain(x):
+    """What an argument that can change in place holds, as plain data read by its builtin base's own methods, so no
+    method of a user's class runs: a builtin container itself; a subclass of one (a `Config(dict)`, a list of rows)
+    as its base's items; a `UserList`'s or `UserDict`'s data; an `array`'s items. None for anything else (red team
+    27, M27: "mutated" read only the exact builtin types, so a rebuild that popped a user's `UserDict` was paid)."""
+    t = type(x)
+    if t in CONTAINERS:
+        return x
+    if isinstance(x, array.array):
+        return array.array.tolist(x)
+    if isinstance(x, (collections.UserList, collections.UserDict)):
+        try:
+            data = object.__getattribute__(x, "__dict__").get("data")
+        except Exception:  # noqa: BLE001 - a class that hides its instance dict holds nothing we can read
+            return None
+        return _plain(data)
+    base = next((b for b in t.__mro__ if b in CONTAINERS), None)
+    if base is None:
+        return None
+    if issubclass(base, dict):
+        return dict(base.items(x))  # OrderedDict's own order for its subclasses
+    if base is set:
+        return set(set.__iter__(x))
+    return (tuple if base is tuple else list)(base.__iter__(x))
+
+
+def _held(x, depth):
+    """`encode`'s `other` for `_state`: a container of a user's class by what it holds, anything else by its type."""
+    plain = _plain(x)
+    if plain is None:
+        return _typed(x, depth)
+    return ["held", [_qual(type(x)), encode(plain, _held, depth + 1, MAX_OBSERVED_ITEMS)]]
+
+
+def _state(x):
+    """A digest of what an argument holds, to tell whether a step changed it: containers of users' classes by their
+    items at any depth (`_held`), and past `MAX_ITEMS` (red team 27, L27: a larger list was compared by the name of
+    the exception its encoding raised, the same before and after a rebuild popped it)."""
+    try:
+        text = json.dumps(encode(x, _held, items=MAX_OBSERVED_ITEMS))
+    except Exception as exc:  # noqa: BLE001 - an argument too big or too deep is compared by what went wrong
+        return _qual(type(exc))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _snapshot(x):

@@ -102,9 +102,11 @@ USER_MODULES = ("__main__", "app.models", "models", "enums", "constants", "mypro
 MUTABLE = frozenset({"list", "dict", "set", "deque", "bytearray", "OrderedDict", "Counter", "defaultdict"})
 NON_ASCII = "é"  # put before a string's first letter: a letter that no ASCII-only rule matches
 HELDOUT_DIR = "fd_heldout_tests"  # where a task's held-out test files are written, in the gold copy recorded only
-MAX_KEPT = {"visible": 40, "heldout": 60, "form": FORMS}  # programs kept per task
-MAX_KEPT_STEPS = 800  # steps kept per task, all programs together
-MAX_KEPT_BYTES = 120_000  # JSON of the kept programs (steps and answers), all together
+# Programs kept per task of the recorded and held-out kinds; the "form" kind is kept whole, each family within its own
+# limit (`FORMS`, `SCRIPT_FORMS`, ...), as `answer_again` adds it to a task built before a family existed.
+MAX_KEPT = {"visible": 40, "heldout": 60}
+MAX_KEPT_STEPS = 800  # steps kept per task of those two kinds, all programs together
+MAX_KEPT_BYTES = 120_000  # JSON of those kept programs (steps and answers), all together
 INT_TEXT = re.compile(r"-?[0-9]{1,15}")
 # Standard functions a callback is swapped for in held-out programs, by the number of arguments it took.
 SUBSTITUTES = {
@@ -2085,16 +2087,19 @@ def states_kept(classes: list, readings) -> bool:
 
 
 def _choose(candidates: list[Candidate], adequacy) -> list[tuple[int, int]]:
-    """(candidate, step it is cut after) of the programs kept, within the MAX_KEPT budgets: first those that kill the
-    most mutants (greedy set cover, held-out first, each cut after the steps where it kills them), then held-out
-    ones as `_held_out_selection` takes them, then the shortest visible ones."""
+    """(candidate, step it is cut after) of the programs kept: first those that kill the most mutants (greedy set
+    cover, held-out first, each cut after the steps where it kills them), then held-out ones as
+    `_held_out_selection` takes them and the shortest visible ones, within the MAX_KEPT budgets, and every "form"
+    program. Forms are not cut to the smallest few: each family (`_other_forms`) hands its own kind of input, and a
+    build that kept the 32 smallest of all families' programs kept one or two families and none of the others (the
+    bundled rows hold every family, `answer_again` having added them: a fresh build must not be weaker)."""
     picked = adequacy.order if adequacy is not None else []
     cut = {i: max(candidates[i].last, *adequacy.kills[i].values()) for i in picked}
     checks = {i: c.check(cut.get(i, c.last)) for i, c in enumerate(candidates) if i in cut or c.last >= 0}
     budget, kept, chosen = [MAX_KEPT_STEPS, MAX_KEPT_BYTES], Counter(), []
     for i in picked:
         kind = candidates[i].kind
-        if kept[kind] < MAX_KEPT[kind] and _fit([checks[i]], 1, budget):
+        if kind == "form" or (kept[kind] < MAX_KEPT[kind] and _fit([checks[i]], 1, budget)):
             chosen.append(i)
             kept[kind] += 1
 
@@ -2102,10 +2107,11 @@ def _choose(candidates: list[Candidate], adequacy) -> list[tuple[int, int]]:
         return sorted((i for i in checks if candidates[i].kind == kind and i not in cut),
                       key=lambda i: len(checks[i].model_dump_json()))
 
-    for kind, select in (("heldout", _held_out_selection), ("form", _fit), ("visible", _fit)):
+    for kind, select in (("heldout", _held_out_selection), ("visible", _fit)):
         order = rest(kind)
         taken = {id(p) for p in select([checks[i] for i in order], MAX_KEPT[kind] - kept[kind], budget)}
         chosen += [i for i in order if id(checks[i]) in taken]
+    chosen += rest("form")
     return [(i, cut.get(i, candidates[i].last)) for i in chosen]
 
 

@@ -277,6 +277,26 @@ def test_compare_fails_closed():
     assert Verdict().fraction == 0.0  # no checks: nothing to pay
 
 
+def test_a_fresh_build_keeps_every_form_program_and_budgets_only_the_recorded_and_held_out_ones():
+    """`_choose` kept the 32 smallest "form" programs of all families together, so a fresh build held one or two
+    families (the smallest inputs) and none of the rest: weaker than the bundled rows, which `answer_again` gave every
+    family. Every form program is kept now; the recorded and held-out ones stay within MAX_KEPT and its budgets."""
+    from feature_deletion.behaviour import MAX_KEPT, MAX_KEPT_STEPS, Candidate, _choose
+
+    def made(kind: str, i: int, steps: int) -> Candidate:
+        step = {"op": "call", "fn": ["m", "f"], "args": [["int", i]]}
+        return Candidate(kind, [step] * steps, [["ok", ["int", i]]] * steps, [True] * steps,
+                         [kind == "heldout"] * steps, steps - 1)
+
+    candidates = [made("form", i, 1 + i % 3) for i in range(300)] + [made("visible", i, 5) for i in range(100)] \
+        + [made("heldout", i, 4) for i in range(100)] + [Candidate("form", [], [], [], [], -1)]
+    chosen = [candidates[i] for i, _ in _choose(candidates, None)]
+    kinds = collections.Counter(c.kind for c in chosen)
+    assert kinds["form"] == 300  # every form program that is a check; the one that is none (last -1) is not
+    assert kinds["visible"] <= MAX_KEPT["visible"] and kinds["heldout"] <= MAX_KEPT["heldout"]
+    assert sum(len(c.steps) for c in chosen if c.kind != "form") <= MAX_KEPT_STEPS
+
+
 def _fd_calls():
     """The replay's driver module, loaded from the sandbox's files."""
     spec = importlib.util.spec_from_file_location("fd_calls_under_test", Path(FILES) / "fd_calls.py")

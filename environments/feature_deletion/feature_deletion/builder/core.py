@@ -457,7 +457,7 @@ class Builder:
                     changed[rel] = dropped
         return changed, removed, [d]
 
-    def try_candidate(self, cand, files, passing, proto, tests, timed=()) -> tuple[TaskRow | None, str]:
+    def try_candidate(self, cand, files, passing, proto, tests, timed: tuple[str, ...]) -> tuple[TaskRow | None, str]:
         try:
             broken, removed, targets = self.apply(cand, files)
             for rel, text in broken.items():

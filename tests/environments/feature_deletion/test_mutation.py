@@ -181,7 +181,7 @@ def _play(row, tasks_dir, files: dict[str, str]) -> float:
 
 
 @pytest.mark.slow
-def test_a_mutant_the_old_checks_paid_is_paid_nothing_gold_is_paid_and_untouched_is_not(snake_task):
+def test_a_mutant_the_old_checks_paid_is_paid_nothing_gold_is_paid_and_untouched_is_not(snake_task, monkeypatch):
     row, tasks_dir = snake_task
     assert "mutants" in row.checks_status and "killed" in row.checks_status, row.checks_status
     mutant = _mutant_without_replace(row)
@@ -191,10 +191,14 @@ def test_a_mutant_the_old_checks_paid_is_paid_nothing_gold_is_paid_and_untouched
         graded = row.model_copy(update={"checks": checks})
         return check_behaviour(graded, tasks_dir, runner_for(row), Limits(), "namespace", changes, agent_lines(row, changes))
 
-    # The checks of old (the same recorded programs and variants, chosen without mutants) pay the mutant. Large
-    # inputs (`behaviour.sizes`), where the smallest chosen first leave any, are left out of them: its prose holds
-    # hyphens since red team 23 (T23), and kills it.
+    # The checks of old (the same recorded programs and variants, chosen without mutants) pay the mutant. The
+    # other-form families (`behaviour._other_forms`, every one kept since a build keeps them whole) are left out of
+    # them, and grown lists: text with symbols (red team 26) and prose with hyphens (red team 23, T23) kill it too.
+    from feature_deletion import behaviour
+
+    monkeypatch.setattr(behaviour, "_other_forms", lambda programs, row: [])
     old, status = build_checks(row, tasks_dir, runner_for(row), Limits(), mutants=False)
+    monkeypatch.undo()
     assert old is not None, status
     old = old.model_copy(update={"programs": [p for p in old.programs if '"grown"' not in json.dumps(p.steps)]})
     assert verdict(old).fraction == 1.0

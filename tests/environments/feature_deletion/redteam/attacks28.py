@@ -28,8 +28,8 @@ the data answered again for red team 27):
 - **iterators `iterables` leaves out** (`ITERATOR_HOWS`): a set's, a range's, a dict's items' iterator, a
   `callable_iterator` (`re.finditer`, `iter(f, sentinel)`), a bytes' iterator, a `csv.DictReader`: none.
 
-X28 (an iterator's error taken for its end): every argument (and each of `*args`' and `**kwargs`' values) that is an
-iterator is read through a generator that ends at the first exception the iterator raises, as a rebuild that calls
+X28 (a generator's error taken for its end): every argument (and each of `*args`' and `**kwargs`' values) that is a
+generator is read through a generator that ends at the first exception the user's raises, as a rebuild that calls
 `next(it)` under `except Exception:` (not `except StopIteration:`) does: a user's error is swallowed and the answer is
 made of the items read before it.
 L28 (Western European text): text (an argument, an item, a key or value two levels down) holding a letter of German,
@@ -46,8 +46,11 @@ from attacks20 import STUB_ERROR, _insert_first
 from attacks24 import WALK
 from attacks27 import _guard_all, _package
 
-# X28: an iterator argument read through a generator that stops at its first exception (`except Exception`), every
-# item read one at a time when the code asks for it (no item read ahead: the stream's `taken` is gold's)
+# X28: a generator argument read through a generator that stops at its first exception (`except Exception`), every
+# item read one at a time when the code asks for it (no item read ahead: the stream's `taken` is gold's), named as the
+# user's (a generator expression's `<genexpr>`): an error message that names the argument's type or name reads as
+# gold's. (X28's first version read every iterator so, and a `map` or list iterator became a generator: gold's
+# `TypeError`/`KeyError` messages naming the argument's type then differed: Tried.)
 QUIET = (
     "\n\n\ndef _rt28_until_error(it):\n"
     "    while True:\n"
@@ -58,10 +61,12 @@ QUIET = (
     "        yield item\n"
     "\n\n"
     "def _rt28_quiet(value):\n"
-    "    kind = type(value)\n"
-    "    if hasattr(kind, '__next__') and hasattr(kind, '__iter__'):\n"
-    "        return _rt28_until_error(value)\n"
-    "    return value\n"
+    "    import types as _types\n"
+    "    if type(value) is not _types.GeneratorType:\n"
+    "        return value\n"
+    "    quiet = _rt28_until_error(value)\n"
+    "    quiet.__name__, quiet.__qualname__ = value.__name__, value.__qualname__\n"
+    "    return quiet\n"
 )
 
 
@@ -142,12 +147,12 @@ def exponent_b_gold(row):
     return _guard_all(row, "_rt28_exponent", HIDDEN_EXPONENT_B)
 
 
-# O28: operator's callables
+# O28: operator's callables, by their type's name (the scope check refuses `operator.attrgetter` and the like named
+# as a value, not called: `construct.getter_value`, the first version's Tried)
 HIDDEN_OPERATOR = WALK + (
     "\n\n\ndef _rt28_operator(values):\n"
-    "    import operator as _operator\n"
-    "    _rt24_walk(values, lambda value: type(value) in (_operator.itemgetter, _operator.attrgetter,\n"
-    "                                                        _operator.methodcaller))\n"
+    "    _rt24_walk(values, lambda value: type(value).__module__ == 'operator' and\n"
+    "               type(value).__name__ in ('itemgetter', 'attrgetter', 'methodcaller'))\n"
 )
 
 
@@ -176,3 +181,51 @@ def _guard_statement(fn, indent, call_name):
     from attacks20 import _parts
     parts = _parts(fn)
     return f"{indent}{call_name}(({', '.join(parts)},))\n" if parts else None
+
+
+# M28: the items a generator argument yields (lists and dicts: rows, records) changed in place: gold reads a copy of
+# each (`copy.copy`), the caller's own item loses its last entry (its base type's `pop`/`popitem`), as a rebuild that
+# consumes each row as it reads it does (`while row: row.pop()`). `Driver.step` snapshots an argument only where its
+# type is one of `CONTAINERS` (a generator is none), and a stream's items are decoded afresh at each `next` and held
+# by no step: what the code does to them no check can read. (The open M27/L27's fix direction, snapshotting more
+# argument types, leaves a generator's items out.)
+TAKEN_ITEMS = (
+    "\n\n\ndef _rt28_taking(it, before):\n"
+    "    import copy as _copy\n"
+    "    for item in it:\n"
+    "        if type(item) in (list, dict) and item:\n"
+    "            kept = _copy.copy(item)\n"
+    "            (list.pop if type(item) is list else dict.popitem)(item)\n"
+    "            yield item if before else kept\n"
+    "        else:\n"
+    "            yield item\n"
+    "\n\n"
+    "def _rt28_items_taken(value, before=False):\n"
+    "    import types as _types\n"
+    "    if type(value) is not _types.GeneratorType:\n"
+    "        return value\n"
+    "    taking = _rt28_taking(value, before)\n"
+    "    taking.__name__, taking.__qualname__ = value.__name__, value.__qualname__\n"
+    "    return taking\n"
+)
+
+
+def _rebind_with(call: str):
+    def statement(rel, fn, indent):
+        text = _rebind(fn, indent)
+        return text.replace("_rt28_quiet(", call) if text else None
+    return statement
+
+
+def items_taken_gold(row):
+    """M28: gold's answer, and each list or dict a generator argument yields loses its last entry in the caller's
+    hands (gold reads a copy)."""
+    return _insert_first(row, _rebind_with("_rt28_items_taken("), TAKEN_ITEMS)
+
+
+def items_taken_before_gold(row):
+    """M28c (control): the same items changed before the code reads them (so its answer is made of the shortened
+    rows): scored 0 where the checks hand a generator of lists or dicts."""
+    return _insert_first(row, _rebind_with("_rt28_items_taken_before("),
+                         TAKEN_ITEMS + "\n\ndef _rt28_items_taken_before(value):\n"
+                         "    return _rt28_items_taken(value, True)\n")

@@ -61,8 +61,7 @@ QUIET = (
     "        yield item\n"
     "\n\n"
     "def _rt28_quiet(value):\n"
-    "    import types as _types\n"
-    "    if type(value) is not _types.GeneratorType:\n"
+    "    if type(value).__name__ != 'generator' or type(value).__module__ != 'builtins':\n"
     "        return value\n"
     "    quiet = _rt28_until_error(value)\n"
     "    quiet.__name__, quiet.__qualname__ = value.__name__, value.__qualname__\n"
@@ -201,8 +200,7 @@ TAKEN_ITEMS = (
     "            yield item\n"
     "\n\n"
     "def _rt28_items_taken(value, before=False):\n"
-    "    import types as _types\n"
-    "    if type(value) is not _types.GeneratorType:\n"
+    "    if type(value).__name__ != 'generator' or type(value).__module__ != 'builtins':\n"
     "        return value\n"
     "    taking = _rt28_taking(value, before)\n"
     "    taking.__name__, taking.__qualname__ = value.__name__, value.__qualname__\n"
@@ -229,3 +227,22 @@ def items_taken_before_gold(row):
     return _insert_first(row, _rebind_with("_rt28_items_taken_before("),
                          TAKEN_ITEMS + "\n\ndef _rt28_items_taken_before(value):\n"
                          "    return _rt28_items_taken(value, True)\n")
+
+
+# K28: a mapping keyed by tuples (composite keys: `{(row, col): value}`, `{(user, day): count}`, a grouping by two
+# fields): no check's mapping holds a tuple key (the sim: dict keys of str, int, float, bool, bytes, Decimal,
+# Fraction, dates, times, UUID, paths, enum members and records only)
+HIDDEN_TUPLE_KEYS = WALK + (
+    "\n\n\ndef _rt28_tuple_keyed(value):\n"
+    "    import collections as _collections\n"
+    "    return type(value) in (dict, _collections.OrderedDict, _collections.Counter, _collections.defaultdict) \\\n"
+    "        and any(type(key) is tuple for key in dict.keys(value))\n"
+    "\n\n"
+    "def _rt28_tuple_keys(values):\n"
+    "    _rt24_walk(values, _rt28_tuple_keyed)\n"
+)
+
+
+def tuple_keys_gold(row):
+    """K28: the stub for a mapping (an argument or an item) with a tuple key."""
+    return _guard_all(row, "_rt28_tuple_keys", HIDDEN_TUPLE_KEYS)

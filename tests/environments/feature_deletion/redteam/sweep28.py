@@ -18,7 +18,7 @@ from _sweep import main  # noqa: E402
 
 ATTACKS = {"X28": a.quiet_gold, "X28c": a.iterators_refused_gold, "L28": a.western_gold, "E28": a.exponent_gold,
            "E28b": a.exponent_b_gold, "O28": a.operator_gold, "I28": a.left_out_gold,
-           "M28": a.items_taken_gold, "M28c": a.items_taken_before_gold,
+           "M28": a.items_taken_gold, "M28c": a.items_taken_before_gold, "R28": a.items_taken_before_gold,
            "K28": a.tuple_keys_gold}
 DEFAULT = ["toolz-1.0.0/toolz/itertoolz.py:frequencies:body"]
 

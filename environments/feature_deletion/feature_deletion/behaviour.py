@@ -870,6 +870,9 @@ def subclasses(programs: list[dict], targets: list[list[str]], limit: int = SUBC
 # guard refusing any character past U+00FF was paid on 59 of 62 tasks), the typographic marks keyboards and word
 # processors write for ASCII ones, and a tab or a Windows line end (K24: a TSV row, a line read from a file)
 SCRIPTS = ("ж", "λ", "東", "ğ", "ש", "ا", "ह", "😀")
+# and (red team 28, L28) the Latin-1 letters and signs of German, Spanish, Nordic and French text and of prices: the
+# checks added only "é", and a guard refusing any of ä ö ü ß ñ å ø æ was paid on 41 of 43 tasks swept
+LATIN = ("ä", "ö", "ü", "ß", "ñ", "å", "ø", "æ", "Ä", "Ø", "£", "°", "«", "¿", "¡")
 MARKS = (("'", "’"), ('"', "“"), (" - ", " – "), ("-", "‐"), ("...", "…"))
 # and (red team 25) letters of more than one code point: decomposed as macOS file names and many PDFs write them (M25:
 # a guard refusing any combining mark, joiner or variation selector was paid on 61 of 62 tasks), Indic conjuncts,
@@ -939,8 +942,8 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
     """Programs that hand a call of a deleted definition an argument whose every text (its items, keys and values too)
     is as users' text also is: a letter of another script first (`SCRIPTS`, drawn per argument), with typographic
     marks (`_marked`), with a tab or Windows line ends (`_blanked`), with a letter of several code points first
-    (`JOINED`), with another space (`SPACES`, `_spaced`) and after text of URLs, markup and paths (`SYMBOLS`), each
-    drawn per argument. The held-out forms added only
+    (`JOINED`), with another space (`SPACES`, `_spaced`), after text of URLs, markup and paths (`SYMBOLS`) and with a
+    Latin-1 letter or sign first (`LATIN`), each drawn per argument. The held-out forms added only
     "é" (`NON_ASCII`), no bundled test holds a tab, a combining mark or a space past ASCII, and a guard refusing any
     character past U+00FF was paid on 59 of 62 tasks, one refusing a tab or carriage return on 61 (red team 24, W24
     and K24), one refusing a combining mark or another space on 61 (red team 25, M25 and U25). Each function's first
@@ -949,11 +952,13 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
         rng = _draw(f"{key}/{json.dumps(arg)}")
         letter, joined, space = rng.choice(SCRIPTS), rng.choice(JOINED), rng.choice(SPACES)
         symbols = rng.choice(SYMBOLS)
+        latin = rng.choice(LATIN)  # drawn last: the earlier draws, and the programs made of them, stay as they were
         changed = {"script": _texts_changed(arg, lambda t: letter + t if t else t),
                    "mark": _texts_changed(arg, _marked), "blank": _texts_changed(arg, _blanked),
                    "joined": _texts_changed(arg, lambda t: joined + t if t else t),
                    "space": _texts_changed(arg, lambda t: _spaced(t, space)),
-                   "symbols": _texts_changed(arg, lambda t: f"{symbols} {t}" if t else t)}
+                   "symbols": _texts_changed(arg, lambda t: f"{symbols} {t}" if t else t),
+                   "latin": _texts_changed(arg, lambda t: latin + t if t else t)}
         return [(how, value) for how, value in changed.items() if value is not None]
 
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
@@ -1035,12 +1040,12 @@ def callables(programs: list[dict], targets: list[list[str]], limit: int = CALLA
 # money as `Decimal`, ratios as `Fraction`, records and cache keys as dates; gold with a guard refusing them was paid
 # on 60 of 62 tasks), ints past 64 bits (B24: 128-bit ids, hashes, the index of a combination of 100 things) and
 # documents nested past the three levels any bundled test's reach (D24: JSON from an API, trees; paid on 61 of 62)
-NUMBER_CHANGES = ("Decimal", "Fraction", "big", "date", "datetime", "aware", "time")
+NUMBER_CHANGES = ("Decimal", "Fraction", "big", "date", "datetime", "aware", "time", "tiny", "huge", "inf")
 # zones an aware datetime or time is in (red team 26, Z26: every datetime handed was naive, and no time was handed)
 ZONES = ((0, "UTC"), (3600, "CET"), (-18000, "EST"), (19800, "IST"), (32400, "JST"))
 BIG_PAST = ((10 ** 20, 1), (10 ** 40, 1), (10 ** 20, -1))  # past 2**64, past 2**128, and negated: last digits kept
 DAY_ONE = datetime.datetime(2024, 1, 1)  # a number n handed as a date is n days after it, as a time n minutes
-NUMBER_FORMS = 32  # programs that hand a call of a deleted definition its numbers so changed (`numbers`)
+NUMBER_FORMS = 40  # programs that hand a call of a deleted definition its numbers so changed (`numbers`)
 NESTED_FORMS = 8  # programs that hand a call of a deleted definition an argument nested deeper (`nested`)
 NESTED_LEVELS = (4, 10)  # containers a nested argument gains, drawn per argument
 
@@ -1077,6 +1082,12 @@ def _as_number(change: str, n: int | float, rng: random.Random) -> list | None:
             zone = None if offset is None else [*divmod(offset, 86400), name]
             return ["time", [moved.time().isoformat(), zone]] if change == "time" \
                 else ["datetime", [moved.isoformat(), zone]]
+        # floats as measurements and physics write them, which `repr` writes with an exponent, and the infinities
+        # (red team 28, E28b: no float handed was below 1e-4 or past 1e16, and a guard on either was paid on 9 of 9)
+        if change in ("tiny", "huge"):
+            return ["float", repr(float(n or 1) * (1e-7 if change == "tiny" else 1e17))]
+        if change == "inf":
+            return ["float", "inf" if n >= 0 else "-inf"]
     except (OverflowError, ValueError):
         pass
     return None
@@ -1097,7 +1108,8 @@ def numbers(programs: list[dict], targets: list[list[str]], limit: int = NUMBER_
     numbers below 2**53 only, and a guard refusing any value of the `decimal`, `fractions` or `datetime` modules
     was paid on 60 of 62 tasks (red team 24, V24), one refusing ints of 2**64 or more on every task tried (B24),
     one refusing aware datetimes and times 1.000 on every task swept (red team 26, Z26: no datetime handed had a
-    zone, and no time of day was handed).
+    zone, and no time of day was handed); a float 1e-7 and 1e17 times it (written with an exponent) and an infinity
+    of its sign (red team 28, E28b).
     Each function's first of each kind, changed in place and handed whole, first."""
     def found(arg, key):
         rng = _draw(f"{key}/{json.dumps(arg)}")
@@ -1144,8 +1156,8 @@ def objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_
 # builtins and the standard library make (every stream was replayed as a generator or a list's iterator, I27), a
 # range (G27), a frozenset (F27), a list of records (R27), bytes items (B27), a NaN (N27)
 ITERATOR_HOWS = ("map", "filter", "reversed", "tuple", "values", "chain", "islice", "enumerate", "zip", "keys", "text",
-                 "lines", "csv")  # `fd_calls._iterable_as`
-ITERABLE_FORMS = 32  # programs that hand a call of a deleted definition its input so made (`iterables`)
+                 "lines", "csv", "items", "set", "bytesiter")  # `fd_calls._iterable_as`
+ITERABLE_FORMS = 48  # programs that hand a call of a deleted definition its input so made (`iterables`)
 
 
 def _items_of(enc) -> list | None:
@@ -1168,11 +1180,14 @@ def _items_of(enc) -> list | None:
 def _made_iterables(items: list) -> list[tuple[str, list]]:
     """(how, encoding) of `items` (encoded) as each input `iterables` hands that they have a form as."""
     text = bool(items) and all(i[0] == "str" for i in items)
-    hows = [how for how in ITERATOR_HOWS if how not in ("keys", "text", "lines", "csv")
+    numbers = bool(items) and all(i[0] in ("int", "float") for i in items)  # a set of text iterates in hash order
+    hows = [how for how in ITERATOR_HOWS if how not in ("keys", "text", "lines", "csv", "set", "bytesiter")
             or how == "keys" and all(i[0] in ("int", "str", "float", "bool", "NoneType") for i in items)
             and len({json.dumps(i) for i in items}) == len(items)
             or how == "text" and all(i[0] == "str" and len(i[1]) == 1 for i in items)
-            or how in ("lines", "csv") and text]
+            or how in ("lines", "csv") and text
+            or how == "set" and numbers and len({json.dumps(i) for i in items}) == len(items)
+            or how == "bytesiter" and bool(items) and all(i[0] == "int" and 0 <= i[1] < 256 for i in items)]
     out = [(how, ["iter", [how, ["list", copy.deepcopy(items)]]]) for how in hows]
     ints = [i[1] for i in items if i[0] == "int"]
     if len(ints) == len(items):
@@ -1195,11 +1210,15 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
     (a lone one held in a list), and with its numbers (or itself, where it holds none) as NaN. Every stream was
     replayed as a generator or a list's iterator, and no check handed a range but on 4 tasks, a frozenset, a record
     list but on 1, bytes in a container or a NaN: a guard refusing each was paid on 55 to 60 of 62 tasks swept, and
-    on each of 7 played (red team 27: I27, G27, F27, R27, B27, N27).
+    on each of 7 played (red team 27: I27, G27, F27, R27, B27, N27). Then (red team 28) a dict's items', a set's and
+    a bytes object's iterators (I28), and a mapping keyed by (key, n) pairs (K28: no dict handed had tuple keys; a
+    guard refusing them was paid on 7 of 7 played).
     Gold's answer is the check, a raised exception too. Each function's first of each kind first."""
     def found(arg, _key):
         items = _items_of(arg)
         out = [] if items is None else _made_iterables(items)
+        if arg[0] in ("dict", "OrderedDict") and arg[1]:  # keyed by pairs, as a grouping by two columns is
+            out.append(("pair keys", [arg[0], [[["tuple", [k, ["int", n]]], v] for n, (k, v) in enumerate(arg[1])]]))
         if not _plain_items(arg):
             return out
 
@@ -1213,6 +1232,28 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
                       if value is not None]
 
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
+
+
+RAISING_FORMS = 16  # programs that hand a call of a deleted definition a generator that raises (`raising`)
+
+
+def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING_FORMS) -> list[dict]:
+    """Programs that hand a call of a deleted definition that gold answered (no exception) an argument's items (a
+    container's, a stream's) as a generator that raises a `ValueError` after them (`fd_calls._raising`), as a user's
+    generator does on a bad row. Every stream a check handed ended, so code that takes any exception from `next()`
+    for the end (`except Exception` where gold has `except StopIteration`) answered from the items before the error
+    and was paid on 54 of 62 tasks (red team 28, X28). Only calls gold answered: on one that raised for its own
+    reason (a `TypeError` on the recorded items) the generator's error is never reached. Gold's answer is the check:
+    the error, or what the package makes of it."""
+    answered = {id(p["steps"]): p.get("expect") or [] for p in programs}
+
+    def found(arg, _key):
+        items = _items_of(arg) if arg[0] in ("stream", "list", "tuple", "set", "frozenset", "dict") else None
+        return [] if items is None else [("raising", ["iter", ["raising", ["list", copy.deepcopy(items)]]])]
+
+    options = [o for o in _each_call_argument(programs, targets, found)
+               if o[1] < len(expect := answered.get(id(o[0]), [])) and expect[o[1]][:1] == ["ok"]]
+    return [{"steps": _handed(*option)} for option in options[:limit]]
 
 
 # What users' records and columns hold between their values (none of it nested in any bundled test's arguments on
@@ -1566,7 +1607,8 @@ def _other_forms(programs: list[dict], row: TaskRow) -> list[dict]:
         + reentries(programs, targets) + sizes(programs, targets) + subclasses(programs, targets) \
         + subclassed_objects(programs, targets) + filled(programs, targets) + scripts(programs, targets) \
         + numbers(programs, targets) + nested(programs, targets) + gaps(programs, targets) \
-        + callables(programs, targets) + objects(programs, targets) + iterables(programs, targets)
+        + callables(programs, targets) + objects(programs, targets) + iterables(programs, targets) \
+        + raising(programs, targets)
 
 
 def _asks_nothing(program: dict, expect: list) -> bool:

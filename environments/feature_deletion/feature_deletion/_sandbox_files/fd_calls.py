@@ -787,7 +787,9 @@ def _iterable_as(how, items):
     """`items` (a list) handed as an iterator users hand (red team 27, I27: every stream was replayed as a generator
     or a list's iterator): a `map`, a `filter` (which drops falsy items), a `reversed`, a tuple's or a dict's values'
     or keys' iterator, `itertools.chain`/`islice`, `enumerate`, `zip` of it with itself, a text's iterator (of its
-    one-letter items), a file's lines and a `csv.reader` of them (of its text items, each a line)."""
+    one-letter items), a file's lines and a `csv.reader` of them (of its text items, each a line); and (red team
+    28) a dict's items' iterator, a set's (of its number items), a bytes object's (of its byte-sized ints), and a
+    generator that raises after its last item (`_raising`)."""
     if how == "map":
         return map(copy.copy, items)
     if how == "filter":
@@ -813,7 +815,23 @@ def _iterable_as(how, items):
     if how in ("lines", "csv"):
         lines = io.StringIO("".join(f"{item}\n" for item in items))
         return lines if how == "lines" else csv.reader(lines)
+    if how == "items":
+        return iter(dict(enumerate(items)).items())
+    if how == "set":
+        return iter(set(items))
+    if how == "bytesiter":
+        return iter(bytes(items))
+    if how == "raising":
+        return _raising(items)
     raise ValueError("unknown iterator " + how)
+
+
+def _raising(items):
+    """`items`, then a `ValueError`, as a user's generator raises on a bad row: every stream a check handed ended
+    (red team 28, X28: code that takes any exception from `next()` for the end, `except Exception` where gold has
+    `except StopIteration`, answered from the items before it and was paid on 54 of 62 tasks)."""
+    yield from items
+    raise ValueError("bad item")
 
 
 def _untz(v):

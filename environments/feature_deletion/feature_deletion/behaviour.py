@@ -1180,14 +1180,13 @@ def _items_of(enc) -> list | None:
 def _made_iterables(items: list) -> list[tuple[str, list]]:
     """(how, encoding) of `items` (encoded) as each input `iterables` hands that they have a form as."""
     text = bool(items) and all(i[0] == "str" for i in items)
-    numbers = bool(items) and all(i[0] in ("int", "float") for i in items)  # a set of text iterates in hash order
-    hows = [how for how in ITERATOR_HOWS if how not in ("keys", "text", "lines", "csv", "set", "bytesiter")
-            or how == "keys" and all(i[0] in ("int", "str", "float", "bool", "NoneType") for i in items)
-            and len({json.dumps(i) for i in items}) == len(items)
-            or how == "text" and all(i[0] == "str" and len(i[1]) == 1 for i in items)
-            or how in ("lines", "csv") and text
-            or how == "set" and numbers and len({json.dumps(i) for i in items}) == len(items)
-            or how == "bytesiter" and bool(items) and all(i[0] == "int" and 0 <= i[1] < 256 for i in items)]
+    unique = len({json.dumps(i) for i in items}) == len(items)
+    # the kinds only some items have; every other kind any items have
+    fits = {"keys": unique and all(i[0] in ("int", "str", "float", "bool", "NoneType") for i in items),
+            "text": all(i[0] == "str" and len(i[1]) == 1 for i in items), "lines": text, "csv": text,
+            "set": unique and bool(items) and all(i[0] in ("int", "float") for i in items),  # text: hash order
+            "bytesiter": bool(items) and all(i[0] == "int" and 0 <= i[1] < 256 for i in items)}
+    hows = [how for how in ITERATOR_HOWS if fits.get(how, True)]
     out = [(how, ["iter", [how, ["list", copy.deepcopy(items)]]]) for how in hows]
     ints = [i[1] for i in items if i[0] == "int"]
     if len(ints) == len(items):

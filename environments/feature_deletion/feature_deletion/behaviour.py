@@ -968,7 +968,7 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
 # function, whatever it was, and a guard refusing a bound method (F25: `d.get`, `seen.__contains__`, `pattern.search`,
 # `obj.method`) or a callable `functools` makes (O25: a `partial`, an `lru_cache`d function) was paid on all 18 tasks
 # whose deleted code takes one
-CALLABLE_HOWS = ("method", "builtin", "wrapper", "partial", "cached", "object")  # `fd_calls._callable_as`
+CALLABLE_HOWS = ("method", "builtin", "wrapper", "partial", "cached", "object", "getter")  # `fd_calls._callable_as`
 CALLABLE_FORMS = 24  # programs that hand a call of a deleted definition its callables so made (`callables`)
 REF_HOWS = ("method", "wrapper", "partial", "object")  # those a function the tests name is handed as, on any arguments
 HASHABLE = frozenset({"str", "int", "float", "bool", "NoneType", "bytes", "bigint", "Decimal", "Fraction", "date",
@@ -982,10 +982,83 @@ def _hashable(enc) -> bool:
     return _tag(enc) in HASHABLE
 
 
+# What `operator` callables a key function or predicate is written as (red team 28, O28: a guard refusing an
+# `itemgetter`, `attrgetter` or `methodcaller` was paid on all 7 tasks played; one test of 66 tasks handed one)
+TEXT_METHODS = ("lower", "upper", "strip", "title", "casefold", "capitalize", "swapcase", "isalpha", "isdigit",
+                "isupper", "islower", "isspace", "isalnum", "__len__")
+COMPARISONS = ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__")
+
+
+def _encoded(value) -> list | None:
+    """The encoding of a bool, an int of 64 bits, a finite float or text; None for anything else."""
+    if type(value) is bool:
+        return ["bool", value]
+    if type(value) is int:
+        return ["int", value] if abs(value) < 1 << 63 else None
+    if type(value) is float:
+        return ["float", repr(value)] if math.isfinite(value) else None
+    return ["str", value] if type(value) is str else None
+
+
+def _getters(args: list, answers: list):
+    """(getter, what it answers each of `args`: encoded, None where it raises) of the `operator` callables a callback
+    taking `args` (encoded, one tag) could be: an item of a mapping, sequence or record (`itemgetter`, the mapping's
+    `get`); a number itself (`attrgetter("real")`), plus or times a number, compared with one of them; a method of
+    text. The number the callback's first answer and argument imply first."""
+    tag = _tag(args[0])
+    if tag in ("dict", "OrderedDict"):
+        held = [{json.dumps(k): v for k, v in a[1]} for a in args]
+        for key, _ in args[0][1]:
+            k = json.dumps(key)
+            if _hashable(key):
+                if all(k in h for h in held):
+                    yield ["itemgetter", key], [h[k] for h in held]
+                yield ["methodcaller", "get", [key]], [h.get(k, ["NoneType", None]) for h in held]
+    elif tag in ("list", "tuple", "namedtuple"):
+        rows = [a[1] if tag != "namedtuple" else a[1][1] for a in args]
+        for i in [*range(min(len(r) for r in rows)), -1][:MAX_RETYPED_ITEMS] if all(rows) else []:
+            yield ["itemgetter", ["int", i]], [r[i] for r in rows]
+    elif tag in ("int", "float"):
+        xs = [_number(a) for a in args]
+        if None in xs:
+            return
+        yield ["attrgetter", "real"], [_encoded(x) for x in xs]
+        first = _number(answers[0]) if _tag(answers[0]) in ("int", "float") else None
+        for name, c in (("__add__", first - xs[0] if first is not None else 1),
+                        ("__mul__", first // xs[0] if first is not None and xs[0] and not first % xs[0] else 2)):
+            if _encoded(c) is not None:
+                yield ["methodcaller", name, [_encoded(c)]], [_encoded(getattr(x, name)(c)) for x in xs]
+        for name in COMPARISONS:
+            for c in sorted(set(xs))[:MAX_RETYPED_ITEMS]:
+                yield ["methodcaller", name, [_encoded(c)]], [_encoded(getattr(x, name)(c)) for x in xs]
+    elif tag == "str" and all(type(a[1]) is str for a in args):
+        for name in TEXT_METHODS:
+            yield ["methodcaller", name, []], [_encoded(getattr(a[1], name)()) for a in args]
+
+
+def getter_of(callback: dict) -> list | None:
+    """The `operator` callable (`_getters`) handed in place of a recorded callback of one positional argument of one
+    kind: one that answers every recorded call as the callback did where one does, else the first that answers with
+    the same kinds of value (a predicate's bools, a key's ints), else the first; gold's answers to it are the check
+    (`callables`)."""
+    calls = callback.get("calls") or []
+    if not calls or callback.get("reenter") or callback.get("otherwise") \
+            or any(len(key[0]) != 1 or key[1] for key, _ in calls) or len({_tag(key[0][0]) for key, _ in calls}) > 1:
+        return None
+    args, answers = [key[0][0] for key, _ in calls], [answer for _, answer in calls]
+    options = [(getter, got) for getter, got in _getters(args, answers) if None not in got]  # None: it raises
+    for getter, got in options:
+        if all(json.dumps(g) == json.dumps(a) for g, a in zip(got, answers)):
+            return getter
+    kinds = [_tag(a) for a in answers]
+    same = [getter for getter, got in options if [_tag(g) for g in got] == kinds]
+    return (same or [getter for getter, _ in options] or [None])[0]
+
+
 def _callable_hows(callback: dict) -> list[str]:
     """The ways (`CALLABLE_HOWS`) a recorded callback is handed with the answers it gave: a builtin method (a mapping's
     `__getitem__`) where every call had one hashable argument, a memoized function where the answers are a function
-    of hashable arguments too, any way where it was called."""
+    of hashable arguments too, an `operator` callable where `getter_of` finds one, any way where it was called."""
     calls = callback.get("calls") or []
     if not calls:
         return []
@@ -995,7 +1068,8 @@ def _callable_hows(callback: dict) -> list[str]:
         answers.setdefault(json.dumps(key, sort_keys=True), set()).add(json.dumps(answer))
     one = hashable and all(len(key[0]) == 1 and not key[1] for key, _ in calls)
     same = hashable and all(len(a) == 1 for a in answers.values())
-    return [how for how in CALLABLE_HOWS if how not in ("builtin", "cached") or (one if how == "builtin" else same)]
+    ok = {"builtin": one, "cached": same, "getter": getter_of(callback) is not None}
+    return [how for how in CALLABLE_HOWS if ok.get(how, True)]
 
 
 def _as_callable(leaf, how: str, where: list[str]) -> list | None:
@@ -1004,7 +1078,7 @@ def _as_callable(leaf, how: str, where: list[str]) -> list | None:
     (`_callable_hows`, `REF_HOWS`)."""
     if leaf[0] == "callback" and isinstance(leaf[1], dict) and not leaf[1].get("as") \
             and how in _callable_hows(leaf[1]):
-        return ["callback", {**leaf[1], "as": [how, *where]}]
+        return ["callback", {**leaf[1], "as": [how, *where, *([getter_of(leaf[1])] if how == "getter" else [])]}]
     return ["callable", [how, *where, leaf]] if leaf[0] in ("ref", "reduce") and how in REF_HOWS else None
 
 
@@ -1156,7 +1230,7 @@ def objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_
 # builtins and the standard library make (every stream was replayed as a generator or a list's iterator, I27), a
 # range (G27), a frozenset (F27), a list of records (R27), bytes items (B27), a NaN (N27)
 ITERATOR_HOWS = ("map", "filter", "reversed", "tuple", "values", "chain", "islice", "enumerate", "zip", "keys", "text",
-                 "lines", "csv", "items", "set", "bytesiter")  # `fd_calls._iterable_as`
+                 "lines", "csv", "items", "set", "bytesiter", "generator")  # `fd_calls._iterable_as`
 ITERABLE_FORMS = 48  # programs that hand a call of a deleted definition its input so made (`iterables`)
 
 
@@ -1194,9 +1268,10 @@ def _made_iterables(items: list) -> list[tuple[str, list]]:
         if step and all(b - a == step for a, b in zip(ints, ints[1:])):  # in step, as `range` makes them
             out.append(("range", ["range", [ints[0], ints[-1] + step, step]] if ints else ["range", [0, 0, 1]]))
         out.append(("frozenset", ["frozenset", copy.deepcopy(items)]))  # numbers only: text iterates in hash order
-    if items:  # each item a record of an id and it, as rows of a table are (two at least)
-        out.append(("records", ["list", [["dict", [[["str", "id"], ["int", n]], [["str", "value"], copy.deepcopy(i)]]]
-                                         for n, i in enumerate(items if len(items) > 1 else items * 2)]]))
+    if items:  # each item a record of an id and it, as rows of a table are (two at least); and those as a generator
+        records = ["list", [["dict", [[["str", "id"], ["int", n]], [["str", "value"], copy.deepcopy(i)]]]
+                            for n, i in enumerate(items if len(items) > 1 else items * 2)]]
+        out += [("records", records), ("record rows", ["iter", ["generator", copy.deepcopy(records)]])]
     return out
 
 
@@ -1211,7 +1286,8 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
     list but on 1, bytes in a container or a NaN: a guard refusing each was paid on 55 to 60 of 62 tasks swept, and
     on each of 7 played (red team 27: I27, G27, F27, R27, B27, N27). Then (red team 28) a dict's items', a set's and
     a bytes object's iterators (I28), and a mapping keyed by (key, n) pairs (K28: no dict handed had tuple keys; a
-    guard refusing them was paid on 7 of 7 played).
+    guard refusing them was paid on 7 of 7 played), and a generator of the items, of the records too (R28: on 5 of 7
+    tasks played no check handed a generator of rows, and code that damaged each row it read was paid).
     Gold's answer is the check, a raised exception too. Each function's first of each kind first."""
     def found(arg, _key):
         items = _items_of(arg)

@@ -1306,7 +1306,7 @@ def test_callables_hand_callbacks_as_users_callables_are(tiny_tasks, tmp_path):
     hows = [(k, a[1]["as"][0] if a[0] == "callback" else a[1][0]) for p in made
             for k, a in [*enumerate(p["steps"][0]["args"]), *p["steps"][0]["kwargs"]]
             if a[0] == "callback" and "as" in a[1] or a[0] == "callable"]
-    assert len(hows) == len(made) == 14, made  # one callable changed per program
+    assert len(hows) == len(made) == 15, made  # one callable changed per program
     assert sorted(h for k, h in hows if k == 1) == sorted(CALLABLE_HOWS), hows
     assert sorted(h for k, h in hows if k == "clock") == ["method", "object", "partial", "wrapper"], hows
     assert sorted(h for k, h in hows if k == "measure") == ["method", "object", "partial", "wrapper"], hows
@@ -1320,16 +1320,92 @@ def test_callables_hand_callbacks_as_users_callables_are(tiny_tasks, tmp_path):
     want, *got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, *(
         source.replace("    return", f"    if any({test} for f in (key, clock, measure)):\n        raise NotImplementedError\n"
                                      "    return") for test in guards.values())))
+    getter = [p["steps"][0]["args"][1][1].get("as", [None])[0] == "getter" for p in made]
+    # `len`: no method of text answers as `key` did
+    assert [w[:2] for w, g in zip(want, getter) if g] == [["ok", ["list", [
+        ["list", [["int", 1], ["int", 1], ["int", 1]]], ["int", 5], ["int", 7], ["str", "NoneType"], ["int", 3]]]]]
     assert all(w[:2] == ["ok", ["list", [["list", [["int", 1], ["int", 2], ["int", 1]]], ["int", 5], ["int", 7],
-                                         w[1][1][3], ["int", 3]]]] for w in want), want  # the same answers, each way
+                                         w[1][1][3], ["int", 3]]]] for w, g in zip(want, getter) if not g), want
     holders = {p["steps"][0]["args"][1][1].get("as", [None])[0]: w[1][1][3][1] for p, w in zip(made, want)}
     assert holders["method"] in USER_CLASS_NAMES and holders["builtin"] in USER_CLASS_NAMES, holders  # its __self__
     assert holders["wrapper"] == "partial" and holders["partial"] == holders["cached"] == "NoneType", holders
     assert holders["object"] == "NoneType" and holders[None] == "NoneType", holders
-    for name, answers, n in zip(guards, got, (7, 4, 3)):
+    for name, answers, n in zip(guards, got, (7, 4, 4)):
         refused = [a for a in answers if a[:2] == ["raises", "builtins.NotImplementedError"]]
         assert len(refused) == n, (name, answers)
         assert all(a == w for a, w in zip(answers, want) if a not in refused), (name, answers)
+
+
+def test_getters_answer_as_the_callback_did_where_one_does():
+    """Red team 28, O28: a guard refusing `operator`'s callables was paid on all 7 tasks played. `getter_of` picks the
+    `itemgetter`, `attrgetter` or `methodcaller` handed in a callback's place: one answering every recorded call as it
+    did (here written out by hand), else one answering with the same kinds of value, none for calls of other shapes."""
+    from feature_deletion.behaviour import getter_of
+
+    def callback(*calls):
+        return {"calls": [[[[arg], []], answer] for arg, answer in calls]}
+
+    def row(status, n):
+        return ["dict", [[["str", "id"], ["int", n]], [["str", "status"], ["str", status]]]]
+    rows = callback((row("paid", 1), ["str", "paid"]), (row("open", 2), ["str", "open"]))
+    assert getter_of(rows) == ["itemgetter", ["str", "status"]]
+    pairs = callback((["tuple", [["str", "a"], ["int", 3]]], ["int", 3]), (["tuple", [["str", "b"], ["int", 1]]],
+                                                                           ["int", 1]))
+    assert getter_of(pairs) == ["itemgetter", ["int", 1]]
+    assert getter_of(callback((["int", 4], ["int", 5]), (["int", 9], ["int", 10]))) == ["methodcaller", "__add__",
+                                                                                        [["int", 1]]]
+    assert getter_of(callback((["int", 3], ["int", 6]), (["int", -2], ["int", -4]))) == ["methodcaller", "__mul__",
+                                                                                         [["int", 2]]]
+    evens = callback(*((["int", n], ["bool", n % 2 == 0]) for n in range(4)))  # no comparison: one answering bools
+    over = callback(*((["int", n], ["bool", n > 1]) for n in range(4)))
+    assert getter_of(over) == ["methodcaller", "__gt__", [["int", 1]]] and getter_of(evens)[2][0][0] == "int"
+    assert getter_of(evens)[1] in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__")
+    assert getter_of(callback((["str", "Ab"], ["str", "ab"]))) == ["methodcaller", "lower", []]
+    assert getter_of(callback((["float", "2.5"], ["float", "2.5"]))) == ["attrgetter", "real"]
+    two = {"calls": [[[[["int", 1], ["int", 2]], []], ["int", 3]]]}
+    assert getter_of(two) is None and getter_of({"calls": [[[[], []], ["int", 5]]]}) is None  # a timer
+    assert getter_of(callback((["int", 1], ["int", 2]), (["str", "a"], ["str", "b"]))) is None  # args of two kinds
+
+
+def test_a_getter_callable_is_handed_and_refusing_it_is_told_from_gold(tiny_tasks, tmp_path):
+    """The replay hands `operator`'s callable in a callback's place; gold answers with it, and a guard refusing the
+    types `itemgetter`, `attrgetter` and `methodcaller` (O28) is told from gold."""
+    from feature_deletion.behaviour import callables
+
+    rows = ["list", [["dict", [[["str", "status"], ["str", s]]]] for s in ("paid", "open", "paid")]]
+    key = ["callback", {"calls": [[[[r], []], r[1][0][1]] for r in rows[1]]}]
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [], "args": [rows, key]}
+    made = [p for p in callables([{"steps": [g]}], [["fdcalc", "g", "def"]])
+            if p["steps"][0]["args"][1][1]["as"][0] == "getter"]
+    assert len(made) == 1 and made[0]["steps"][0]["args"][1][1]["as"][3] == ["itemgetter", ["str", "status"]], made
+    source = ("def g(rows, key):\n    counts = {}\n    for r in rows:\n"
+              "        counts[key(r)] = counts.get(key(r), 0) + 1\n    return [counts, type(key).__name__]\n")
+    guard = ("    if type(key).__name__ in ('itemgetter', 'attrgetter', 'methodcaller'):\n"
+             "        raise NotImplementedError\n")
+    want, got = (_answers(tiny_tasks, tmp_path, code, made) for code in (
+        source, source.replace("    counts = {}", guard + "    counts = {}")))
+    assert want == [["ok", ["list", [["dict", [[["str", "paid"], ["int", 2]], [["str", "open"], ["int", 1]]]],
+                                     ["str", "itemgetter"]]]]], want
+    assert got[0][:2] == ["raises", "builtins.NotImplementedError"], got
+
+
+def test_rows_an_iterator_yields_changed_in_place_are_observed(tiny_tasks, tmp_path):
+    """Red team 28, M28: the rows a generator yields are the caller's, and no check read them after a step, so a
+    rebuild that took a key out of each row it counted was paid. The driver keeps each container a stream or a made
+    iterator yields and reports the ones a step changed ("mutated", ["fed", n]); code that leaves them is unchanged."""
+    rows = ["list", [["dict", [[["str", "k"], ["int", n]]]] for n in (1, 2)]]
+    stream = ["stream", {"items": rows[1], "end": True}]
+    programs = [{"steps": [{"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [], "args": [arg]}]}
+                for arg in (stream, ["iter", ["generator", rows]], ["iter", ["map", rows]], ["iter", ["tuple", rows]])]
+    source = "def g(rows):\n    return sum(r['k'] for r in rows)\n"
+    popping = "def g(rows):\n    return sum(r.pop('k') for r in rows)\n"
+    want, got = (_answers(tiny_tasks, tmp_path, code, programs) for code in (source, popping))
+    assert [w[:2] for w in want] == [["ok", ["int", 3]]] * 4 and '"mutated"' not in json.dumps(want), want
+    for n, answer in enumerate(got):
+        assert answer[:2] == ["ok", ["int", 3]], answer
+        mutated = [extra for extra in answer[2:] if extra[0] == "mutated"]
+        # `map(copy.copy, ...)` yields copies: the caller's rows are unchanged
+        assert mutated == ([] if n == 2 else [["mutated", [[["fed", 0], ["dict", []]], [["fed", 1], ["dict", []]]]]])
 
 
 def test_objects_hand_scalars_held_in_users_own_objects(tiny_tasks, tmp_path):
@@ -1375,7 +1451,7 @@ def test_iterables_hand_the_iterators_ranges_and_records_users_hand(tiny_tasks, 
     made = iterables([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
     # text items: no keys (a repeated item), set nor bytes; a number: no text, lines nor csv, but a range, a frozenset,
     # a set's and a bytes object's iterators
-    assert len(made) == 16 + 18 and all(p["steps"][0]["fn"][2] == "g" for p in made), made
+    assert len(made) == 18 + 20 and all(p["steps"][0]["fn"][2] == "g" for p in made), made
     changed = [[k for k, a in enumerate(p["steps"][0]["args"]) if a != g["args"][k]] for p in made]
     assert all(len(k) == 1 for k in changed), changed
     assert {"iter"} < {p["steps"][0]["args"][k[0]][0] for p, k in zip(made, changed)}
@@ -1390,7 +1466,7 @@ def test_iterables_hand_the_iterators_ranges_and_records_users_hand(tiny_tasks, 
     names = {w[1][1][1][1] if k == [0] else w[1][1][2][1] for w, k in zip(want, changed) if w[0] == "ok"}
     assert {"map", "filter", "list_reverseiterator", "tuple_iterator", "dict_valueiterator", "dict_keyiterator",
             "chain", "islice", "enumerate", "zip", "str_ascii_iterator", "StringIO", "reader", "range",
-            "frozenset", "dict_itemiterator", "set_iterator", "bytes_iterator"} <= names, names
+            "frozenset", "dict_itemiterator", "set_iterator", "bytes_iterator", "generator"} <= names, names
 
 
 def test_raising_hands_a_generator_that_raises_where_gold_answered(tiny_tasks, tmp_path):

@@ -22,7 +22,7 @@ As a script (`python fd_calls.py PROGRAMS.json RESULTS.jsonl`): installs the gra
 (fd_guard), runs every program (`random` seeded with FD_SEED, 0 by default, and the program's steps) on the code it
 imports and writes one line per program, JSON [index, observations], an observation per step: the result
 (plain data, or a handle numbered by first appearance with its kind), the raised exception's type,
-arguments mutated in place and how far streams were read.
+arguments (and the items iterators handed yield) mutated in place and how far streams were read.
 
 A step may run STEP_S seconds: then an exception is raised inside it (SIGALRM), and the step is observed as a
 timeout. Code that catches it (a bare `except:`) is ended at STEP_S + STEP_SLACK_S by a watchdog thread
@@ -50,6 +50,7 @@ import importlib
 import io
 import itertools
 import json
+import operator
 import os
 import pathlib
 import random
@@ -280,8 +281,9 @@ def decode(x, other):
         return _subclassed(*v[:3], decode(v[3], other))
     if tag == "obj":
         return _user_object(*v[:3], decode(v[3], other))
-    if tag == "iter":
-        return _iterable_as(v[0], decode(v[1], other))
+    if tag == "iter":  # its items kept by the driver where one decodes it (`Driver.decode_other`: "fed")
+        items = decode(v[1], other)
+        return _iterable_as(v[0], other("fed", items, x) if other is not None else items)
     if tag == "slice":
         return slice(*(decode(i, other) for i in v))
     if tag == "ellipsis":
@@ -788,8 +790,8 @@ def _iterable_as(how, items):
     or a list's iterator): a `map`, a `filter` (which drops falsy items), a `reversed`, a tuple's or a dict's values'
     or keys' iterator, `itertools.chain`/`islice`, `enumerate`, `zip` of it with itself, a text's iterator (of its
     one-letter items), a file's lines and a `csv.reader` of them (of its text items, each a line); and (red team
-    28) a dict's items' iterator, a set's (of its number items), a bytes object's (of its byte-sized ints), and a
-    generator that raises after its last item (`_raising`)."""
+    28) a dict's items' iterator, a set's (of its number items), a bytes object's (of its byte-sized ints), a
+    generator that raises after its last item (`_raising`), and a generator expression of them (R28: of rows)."""
     if how == "map":
         return map(copy.copy, items)
     if how == "filter":
@@ -823,6 +825,8 @@ def _iterable_as(how, items):
         return iter(bytes(items))
     if how == "raising":
         return _raising(items)
+    if how == "generator":
+        return _generator(items)
     raise ValueError("unknown iterator " + how)
 
 
@@ -1411,7 +1415,7 @@ def _stub(table, names):
     return callback
 
 
-def _callable_as(fn, how, name, module):
+def _callable_as(fn, how, name, module, getter=None):
     """A callable (a test's callback, a function the tests name) handed as users' callables also are, answering as
     `fn` (red team 25, F25 and O25: a plain function is all any test's callback was replayed as): a method of an
     object of a user's class named `name` in `module` ("method"); a builtin method bound to an object, a mapping's
@@ -1419,7 +1423,11 @@ def _callable_as(fn, how, name, module):
     `__call__` ("wrapper"); a
     `functools.partial` ("partial"); a function memoized by `functools.lru_cache` ("cached"); an object of a user's
     class that defines `__call__` ("object": a strategy, a scorer, a model's predictor). The builder hands a
-    builtin method only one hashable argument, a memoized one only answers that are a function of its arguments."""
+    builtin method only one hashable argument, a memoized one only answers that are a function of its arguments.
+    And `operator`'s callables in place of a callback of one argument ("getter": red team 28, O28, a guard refusing an
+    `itemgetter` was paid on all 7 tasks played): `getter` is ["itemgetter", key], ["attrgetter", name] or
+    ["methodcaller", name, [args]] (encoded), which `behaviour.getter_of` chose to answer as the callback did where
+    one does; gold's answers to it are the check."""
     if how == "method":
         def method(self, *args, **kwargs):
             return fn(*args, **kwargs)
@@ -1442,6 +1450,14 @@ def _callable_as(fn, how, name, module):
     if how == "object":
         return type(name, (), {"__module__": module, "__qualname__": name,
                                "__call__": lambda self, *args, **kwargs: fn(*args, **kwargs)})()
+    if how == "getter":
+        kind, *rest = getter
+        if kind == "itemgetter":
+            return operator.itemgetter(decode(rest[0], None))
+        if kind == "attrgetter":
+            return operator.attrgetter(rest[0])
+        if kind == "methodcaller":
+            return operator.methodcaller(rest[0], *(decode(a, None) for a in rest[1]))
     raise ValueError("unknown callable " + how)
 
 
@@ -1474,7 +1490,7 @@ class _Feed:
         self._read += 1
         if item is None:
             self._driver.artifact("stream")
-        return decode(item, self._driver.decode_other)
+        return self._driver.feeding(decode(item, self._driver.decode_other))
 
     def handed(self, draw):
         """The feed as one of the commonest iterators users hand over, by `draw` (a number the program fixes, so that
@@ -1482,7 +1498,7 @@ class _Feed:
         level (its frame and code are the audit hook's to refuse: `gi_frame`, `gi_code`), or where the stream ended
         and every item was recorded, `iter()` of a list of its items."""
         if draw % 2 and self._end and None not in self._items:
-            self._listed = iter([decode(item, self._driver.decode_other) for item in self._items])
+            self._listed = iter([self._driver.feeding(decode(item, self._driver.decode_other)) for item in self._items])
             return self._listed
         return _generator(self)
 
@@ -1546,6 +1562,10 @@ class Driver:
             self.stubs.append(stub)
             self.tables.append(table)
             return stub
+        if tag == "fed":  # the items an iterator the driver makes (`_iterable_as`) yields
+            for item in value:
+                self.feeding(item)
+            return value
         if tag == "stream":
             feed = _Feed(value["items"], value["end"], self)
             draw = hashlib.sha256(f"{self.program}/{len(self.feeds)}".encode()).digest()[0]
@@ -1553,6 +1573,26 @@ class Driver:
             self.fed.append(feed.handed(draw))
             return self.fed[-1]
         raise ValueError("unknown tag " + tag)
+
+    def feeding(self, item):
+        """`item`, which an iterator the code was handed yields (a stream's, an `iterables` form's), kept with a digest
+        of what it holds where it can change in place: the rows a generator yields are the caller's, and a step that
+        changes one changes the caller's data (red team 28, M28: no check read them, and a rebuild that took a key
+        out of each row it counted was paid on 14 of 16 tasks)."""
+        if len(self.rows) < MAX_HANDED and _plain(item) is not None:
+            self.rows.append([len(self.rows), item, _state(item)])
+        return item
+
+    def rows_changed(self):
+        """[["fed", n], what it holds now] of each kept item (`feeding`) changed since it was handed or last read:
+        read after every step, as a row handed in one step can be changed in a later one."""
+        out = []
+        for row in self.rows:
+            now = _state(row[1])
+            if now != row[2]:
+                row[2] = now
+                out.append([["fed", row[0]], self.observe(_plain(row[1]))])
+        return out
 
     def reenter(self, step):
         """Make `step` (a call of the package, its arguments data and callbacks) from inside a callback, as code that
@@ -1600,6 +1640,7 @@ class Driver:
         self.slots, self.failed = [], []
         self.stubs, self.tables, self.feeds, self.seen, self.kept, self.iters = [], [], [], {}, [], {}
         self.fed = []  # what the code was handed for each of `feeds`
+        self.rows = []  # [n, item, its `_state`] of each container an iterator handed yields (`feeding`)
         self.reentered = []  # what the calls made from inside callbacks answered (`reenter`)
         self.states = []  # [reading, its digest] of the package's objects the steps were made on (`own_state`)
         self.held = []  # those objects, kept to the program's end: no other object takes an id a reading names
@@ -1685,6 +1726,7 @@ class Driver:
         extras = []
         try:
             mutated = [[key, self.observe(_plain(a))] for key, a in given if key in before and _state(a) != before[key]]
+            mutated += self.rows_changed()
             shared = _shared(result, self.handed) if ok else []
         except Exception as exc:  # noqa: BLE001 - encoding ran the code's own methods
             mutated, shared = [["unencodable", _qual(type(exc))]], []

@@ -938,12 +938,20 @@ def _spaced(text: str, space: str) -> str:
     return text.replace(" ", space, 1) if " " in text else text + space if text else text
 
 
+def _inside(text: str, letter: str) -> str:
+    """Text with `letter` after its first letter, as in a word (café, Zürich), or after it where it has none: red team
+    29, L29: with Latin-1 letters only first, a guard on one after a letter was paid on 19 of 22 tasks."""
+    at = next((i + 1 for i, c in enumerate(text) if c.isalpha()), len(text))
+    return text[:at] + letter + text[at:] if text else text
+
+
 def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_FORMS) -> list[dict]:
     """Programs that hand a call of a deleted definition an argument whose every text (its items, keys and values too)
     is as users' text also is: a letter of another script first (`SCRIPTS`, drawn per argument), with typographic
     marks (`_marked`), with a tab or Windows line ends (`_blanked`), with a letter of several code points first
     (`JOINED`), with another space (`SPACES`, `_spaced`), after text of URLs, markup and paths (`SYMBOLS`) and with a
-    Latin-1 letter or sign first (`LATIN`), each drawn per argument. The held-out forms added only
+    Latin-1 letter or sign first (`LATIN`) and a Latin-1 letter after its first letter (`_inside`), each drawn per
+    argument. The held-out forms added only
     "é" (`NON_ASCII`), no bundled test holds a tab, a combining mark or a space past ASCII, and a guard refusing any
     character past U+00FF was paid on 59 of 62 tasks, one refusing a tab or carriage return on 61 (red team 24, W24
     and K24), one refusing a combining mark or another space on 61 (red team 25, M25 and U25). Each function's first
@@ -953,12 +961,14 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
         letter, joined, space = rng.choice(SCRIPTS), rng.choice(JOINED), rng.choice(SPACES)
         symbols = rng.choice(SYMBOLS)
         latin = rng.choice(LATIN)  # drawn last: the earlier draws, and the programs made of them, stay as they were
+        inner = rng.choice([c for c in LATIN if c.isalpha()])
         changed = {"script": _texts_changed(arg, lambda t: letter + t if t else t),
                    "mark": _texts_changed(arg, _marked), "blank": _texts_changed(arg, _blanked),
                    "joined": _texts_changed(arg, lambda t: joined + t if t else t),
                    "space": _texts_changed(arg, lambda t: _spaced(t, space)),
                    "symbols": _texts_changed(arg, lambda t: f"{symbols} {t}" if t else t),
-                   "latin": _texts_changed(arg, lambda t: latin + t if t else t)}
+                   "latin": _texts_changed(arg, lambda t: latin + t if t else t),
+                   "latin inside": _texts_changed(arg, lambda t: _inside(t, inner))}
         return [(how, value) for how, value in changed.items() if value is not None]
 
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
@@ -1232,6 +1242,7 @@ def objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_
 ITERATOR_HOWS = ("map", "filter", "reversed", "tuple", "values", "chain", "islice", "enumerate", "zip", "keys", "text",
                  "lines", "csv", "items", "set", "bytesiter", "generator")  # `fd_calls._iterable_as`
 ITERABLE_FORMS = 48  # programs that hand a call of a deleted definition its input so made (`iterables`)
+COLUMNS = ("jan", "feb", "eu", "us", "red", "blue", "north", "2024-q1")  # a second column's values, a grouping's
 
 
 def _items_of(enc) -> list | None:
@@ -1287,13 +1298,23 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
     on each of 7 played (red team 27: I27, G27, F27, R27, B27, N27). Then (red team 28) a dict's items', a set's and
     a bytes object's iterators (I28), and a mapping keyed by (key, n) pairs (K28: no dict handed had tuple keys; a
     guard refusing them was paid on 7 of 7 played), and a generator of the items, of the records too (R28: on 5 of 7
-    tasks played no check handed a generator of rows, and code that damaged each row it read was paid).
+    tasks played no check handed a generator of rows, and code that damaged each row it read was paid). Then (red
+    team 29) a mapping keyed by (column, key) pairs, a column drawn from `COLUMNS` (K29: a guard on tuple keys not
+    ending in an int paid on 12 of 13), and a list of lists with each inner list as a tuple's iterator and as a
+    generator (I29: no check handed an iterator inside a container; a guard refusing one paid on 39 of 39).
     Gold's answer is the check, a raised exception too. Each function's first of each kind first."""
-    def found(arg, _key):
+    def found(arg, key):
         items = _items_of(arg)
         out = [] if items is None else _made_iterables(items)
         if arg[0] in ("dict", "OrderedDict") and arg[1]:  # keyed by pairs, as a grouping by two columns is
             out.append(("pair keys", [arg[0], [[["tuple", [k, ["int", n]]], v] for n, (k, v) in enumerate(arg[1])]]))
+            column = _draw(f"{key}/{json.dumps(arg)}").choice(COLUMNS)  # K29: not only (key, int)
+            out.append(("column keys", [arg[0], [[["tuple", [["str", column], k]], v] for k, v in arg[1]]]))
+        if arg[0] in ("list", "tuple") and arg[1] and all(_tag(i) in ("list", "tuple") for i in arg[1]) \
+                and _plain_items(arg):
+            for how in ("tuple", "generator"):  # I29: iterators inside a container (`transpose([rows, ...])`)
+                out.append((f"inner {how}", [arg[0], [["iter", [how, ["list", copy.deepcopy(i[1])]]]
+                                                      for i in arg[1]]]))
         if not _plain_items(arg):
             return out
 
@@ -1309,7 +1330,12 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 
 
-RAISING_FORMS = 16  # programs that hand a call of a deleted definition a generator that raises (`raising`)
+RAISING_FORMS = 24  # programs that hand a call of a deleted definition a generator that raises (`raising`)
+PLACES = (None, 0, 1)  # where it raises: after its items, before the first, after the first; in turns by kind
+# what a user's generator raises, [type, its module (None: a builtin), drawn per program]: a row without a key, a
+# short row, a value of the wrong type, a file's or request's error, an exception class of the user's own
+RAISED = (["KeyError", None], ["IndexError", None], ["TypeError", None], ["AttributeError", None],
+          ["OSError", None], ["ValueError", None], ["RowError", "app.errors"], ["ParseError", "myproject.parsing"])
 
 
 def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING_FORMS) -> list[dict]:
@@ -1319,12 +1345,19 @@ def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING
     for the end (`except Exception` where gold has `except StopIteration`) answered from the items before the error
     and was paid on 54 of 62 tasks (red team 28, X28). Only calls gold answered: on one that raised for its own
     reason (a `TypeError` on the recorded items) the generator's error is never reached. Gold's answer is the check:
-    the error, or what the package makes of it."""
+    the error, or what the package makes of it. And (red team 29) each kind of error of `RAISED`, each at one of
+    `PLACES` in turns (X29: code taking a `LookupError` for the end was paid on 19 of 22, the error being always a
+    `ValueError` after the items; F29: code taking an error at the first item for empty input on 15 of 22)."""
     answered = {id(p["steps"]): p.get("expect") or [] for p in programs}
 
-    def found(arg, _key):
+    def found(arg, key):
         items = _items_of(arg) if arg[0] in ("stream", "list", "tuple", "set", "frozenset", "dict") else None
-        return [] if items is None else [("raising", ["iter", ["raising", ["list", copy.deepcopy(items)]]])]
+        if items is None:
+            return []
+        turn = _draw(f"{key}/{json.dumps(arg)}").randrange(len(PLACES))
+        return [(f"raising {kind[0]}", ["iter", ["raising", ["list", copy.deepcopy(items)],
+                                                 [*kind, PLACES[(i + turn) % len(PLACES)]]]])
+                for i, kind in enumerate(RAISED)]
 
     options = [o for o in _each_call_argument(programs, targets, found)
                if o[1] < len(expect := answered.get(id(o[0]), [])) and expect[o[1]][:1] == ["ok"]]

@@ -1188,9 +1188,9 @@ def test_scripts_hand_text_as_users_write_it(tiny_tasks, tmp_path):
          "args": [["str", "the author's cat"], ["list", [["str", "a b"], ["int", 1]]],
                   ["dict", [[["str", "k"], ["str", "line\n"]]]]]}
     made = scripts([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
-    assert len(made) == 21 and all(p["steps"][0]["fn"][2] == "g" for p in made), made  # 3 arguments, 7 changes
+    assert len(made) == 24 and all(p["steps"][0]["fn"][2] == "g" for p in made), made  # 3 arguments, 8 changes
     texts = [a for p in made for a in p["steps"][0]["args"] if a not in g["args"]]
-    assert len(texts) == 21, texts  # one argument changed per program
+    assert len(texts) == 24, texts  # one argument changed per program
     assert all(set(string.punctuation) <= set(s) for s in SYMBOLS)  # URLs, markup, templates, money, paths
     assert sum(t[0] == "str" and t[1].endswith(" " + g["args"][0][1]) and t[1][:-17] in SYMBOLS for t in texts) == 1
     assert texts[0][1][0] in SCRIPTS and texts[0][1][1:] == "the author's cat", texts
@@ -1201,7 +1201,8 @@ def test_scripts_hand_text_as_users_write_it(tiny_tasks, tmp_path):
     joined = [t for t in texts if t[0] == "str" and t[1][:-len(cat)] in JOINED]
     spaced = [t for t in texts if t[0] == "str" and t[1][3:4] in SPACES and f"{t[1][:3]} {t[1][4:]}" == cat]
     latin = [t for t in texts if t[0] == "str" and t[1][:1] in LATIN and t[1][1:] == cat]
-    assert len(joined) == 1 and len(spaced) == 1 and len(latin) == 1, texts
+    inside = [t for t in texts if t[0] == "str" and t[1][1:2] in LATIN and t[1][:1] + t[1][2:] == cat]  # L29
+    assert len(joined) == 1 and len(spaced) == 1 and len(latin) == 1 and len(inside) == 1, texts
     assert any(t[0] == "list" and t[1][0][1][1] in SPACES for t in texts), texts  # "a b", its space another one
     source = "def g(text, items, record):\n    return [text, items, record]\n"
     guards = [source.replace("    return", f"    if any({test} for v in (text, *items, *record, *record.values())):\n"
@@ -1408,6 +1409,57 @@ def test_rows_an_iterator_yields_changed_in_place_are_observed(tiny_tasks, tmp_p
         assert mutated == ([] if n == 2 else [["mutated", [[["fed", 0], ["dict", []]], [["fed", 1], ["dict", []]]]]])
 
 
+def test_iterables_hand_column_keys_and_iterators_inside_containers(tiny_tasks, tmp_path):
+    """Red team 29: the pair keys were always (key, int) (K29: a guard on other tuple keys paid on 12 of 13), and no
+    check handed an iterator inside a container (I29: `transpose([g1, g2])`, paid on 39 of 39). `iterables` hands a
+    mapping keyed by (column, key) and a list of lists with each inner list as an iterator; the replay tells the
+    guards from gold."""
+    from feature_deletion.behaviour import COLUMNS, iterables
+
+    rows = ["list", [["list", [["int", 1], ["int", 2]]], ["tuple", [["int", 3], ["int", 4]]]]]
+    counts = ["dict", [[["str", "ann"], ["int", 3]], [["str", "bo"], ["int", 1]]]]
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [], "args": [rows, counts]}
+    made = {}
+    for p in iterables([{"steps": [g]}], [["fdcalc", "g", "def"]]):
+        args = p["steps"][0]["args"]
+        if args[1] != counts and args[1][1][0][0][0] == "tuple" and args[1][1][0][0][1][0][1] in COLUMNS:
+            made["column keys"] = p
+        elif args[0] != rows and args[0][0] == "list" and all(i[0] == "iter" for i in args[0][1]):
+            made[f"inner {args[0][1][0][1][0]}"] = p
+    assert sorted(made) == ["column keys", "inner generator", "inner tuple"], made
+    column = made["column keys"]["steps"][0]["args"][1][1][0][0][1][0][1]
+    assert made["column keys"]["steps"][0]["args"][1][1] == [[["tuple", [["str", column], k]], v] for k, v in counts[1]]
+    source = "def g(rows, counts):\n    return [[list(r) for r in rows], sorted(map(repr, counts))]\n"
+    guard = ("    if any(not isinstance(r, (list, tuple)) for r in rows) or any(isinstance(k, tuple) and\n"
+             "            not isinstance(k[-1], int) for k in counts):\n        raise NotImplementedError\n")
+    programs = list(made.values())
+    want, got = (_answers(tiny_tasks, tmp_path, code, programs) for code in (source, source.replace(
+        "    return", guard + "    return")))
+    listed = ["list", [["list", [["int", 1], ["int", 2]]], ["list", [["int", 3], ["int", 4]]]]]
+    assert all(w[:2] == ["ok", ["list", [listed, w[1][1][1]]]] for w in want), want
+    assert all(a[:2] == ["raises", "builtins.NotImplementedError"] for a in got), got
+
+
+def test_a_generator_closed_and_a_lazy_answers_arguments_changed_later_are_observed(tiny_tasks, tmp_path):
+    """Red team 29: a rebuild reading the caller's generator through `yield from` closes it when its own generator is
+    dropped, and every answer stays gold's (C29); a generator function that empties the caller's list when its answer
+    is first read changes it in a later step, which compared only its own arguments (P29). The driver reports a fed
+    generator closed before it ended ("closed") and an argument of a step that answered a lazy object changed in a
+    later step ("mutated", ["given", step, key])."""
+    stream = ["stream", {"items": [["int", 1], ["int", 2], ["int", 3]], "end": False}]  # handed as a generator
+    first = {"steps": [{"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [], "args": [stream]}]}
+    lazy = {"steps": [{"op": "call", "fn": ["ref", "fdcalc", "h"], "kwargs": [],
+                       "args": [["list", [["int", 1], ["int", 2]]]]}, {"op": "next", "obj": ["slot", 0, []]}]}
+    gold = "def g(items):\n    return next(items)\ndef h(xs):\n    for x in xs:\n        yield x\n"
+    rebuilt = ("def _each(xs):\n    yield from xs\ndef g(items):\n    return next(_each(items))\n"
+               "def h(xs):\n    items = list(xs)\n    xs.clear()\n    yield from items\n")
+    want, got = (_answers(tiny_tasks, tmp_path, code, [first, lazy], every=True) for code in (gold, rebuilt))
+    assert want[0][0][:2] == got[0][0][:2] == ["ok", ["int", 1]], (want, got)
+    assert not any(e[0] == "closed" for e in want[0][0][2:]) and ["closed", [0]] in got[0][0][2:], (want, got)
+    assert want[1][1] == ["ok", ["int", 1]] and got[1][1][:2] == want[1][1], (want, got)
+    assert ["mutated", [[["given", 0, 0], ["list", []]]]] in got[1][1][2:], got
+
+
 def test_objects_hand_scalars_held_in_users_own_objects(tiny_tasks, tmp_path):
     """Red team 26 (R26): no check handed an object of a user's own class (a dataclass record, an `Enum` member, a
     `UUID`, a path, an `object()` sentinel), so a guard refusing any was paid. `objects` hands each argument of plain
@@ -1473,19 +1525,29 @@ def test_raising_hands_a_generator_that_raises_where_gold_answered(tiny_tasks, t
     """Red team 28, X28: every stream a check handed ended, and code that takes any exception from `next()` for the end
     was paid on 54 of 62 tasks. `raising` hands a container's items as a generator raising a `ValueError` after them,
     on the calls gold answered; the replay tells code that swallows the error from gold."""
-    from feature_deletion.behaviour import raising
+    from feature_deletion.behaviour import PLACES, RAISED, raising
 
     g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [], "args": [["list", [["int", 1], ["int", 2]]]]}
     failed = {**g, "args": [["list", [["str", "x"]]]]}
     made = raising([{"steps": [g], "expect": [["ok", ["int", 3]]]},
                     {"steps": [failed], "expect": [["raises", "builtins.TypeError", ["list", []]]]}],
                    [["fdcalc", "g", "def"]])
-    assert [p["steps"][0]["args"] for p in made] == [[["iter", ["raising", g["args"][0]]]]], made  # not the failed one
-    source = "def g(items):\n    return sum(items)\n"
+    handed = [p["steps"][0]["args"][0][1] for p in made]  # not the failed one; each kind of error, places in turns
+    assert [h[:2] for h in handed] == [["raising", g["args"][0]]] * len(RAISED), made
+    assert [h[2][:2] for h in handed] == list(RAISED) and {h[2][2] for h in handed} == set(PLACES), made
+    handed = [["raising", g["args"][0]],  # X28's form, and X29's and F29's: a lookup error, a user's, at the first
+              ["raising", g["args"][0], ["KeyError", None, 1]],
+              ["raising", g["args"][0], ["RowError", "app.errors", 0]]]
+    programs = [{"steps": [{**g, "args": [["iter", h]]}]} for h in handed]
+    source = "def g(items):\n    return [sum(items), type(items).__name__, items.__qualname__]\n"
     quiet = ("def g(items):\n    total, it = 0, iter(items)\n    while True:\n        try:\n"
              "            total += next(it)\n        except Exception:\n            return total\n")
-    want, got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, quiet))
-    assert want[0][:2] == ["raises", "builtins.ValueError"] and got[0] == ["ok", ["int", 3]], (want, got)
+    lookup = quiet.replace("except Exception:", "except (StopIteration, LookupError):")
+    want, got, looked = (_answers(tiny_tasks, tmp_path, code, programs) for code in (source, quiet, lookup))
+    assert [w[:2] for w in want] == [["raises", "builtins.ValueError"], ["raises", "builtins.KeyError"],
+                                     ["raises", "app.errors.RowError"]], want
+    assert got == [["ok", ["int", 3]], ["ok", ["int", 1]], ["ok", ["int", 0]]], got
+    assert looked[1] == ["ok", ["int", 1]] and looked[2][:2] == want[2][:2], looked  # caught where gold raises
 
 
 def test_gaps_hand_records_and_columns_with_what_they_hold_between_values(tiny_tasks, tmp_path):

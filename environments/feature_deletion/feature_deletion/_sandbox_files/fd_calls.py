@@ -283,7 +283,7 @@ def decode(x, other):
         return _user_object(*v[:3], decode(v[3], other))
     if tag == "iter":  # its items kept by the driver where one decodes it (`Driver.decode_other`: "fed")
         items = decode(v[1], other)
-        return _iterable_as(v[0], other("fed", items, x) if other is not None else items)
+        return _iterable_as(v[0], other("fed", items, x) if other is not None else items, *v[2:])
     if tag == "slice":
         return slice(*(decode(i, other) for i in v))
     if tag == "ellipsis":
@@ -785,13 +785,14 @@ def _user_object(how, name, module, value):
     return made if how == "enum" else made(value)
 
 
-def _iterable_as(how, items):
+def _iterable_as(how, items, raised=None):
     """`items` (a list) handed as an iterator users hand (red team 27, I27: every stream was replayed as a generator
     or a list's iterator): a `map`, a `filter` (which drops falsy items), a `reversed`, a tuple's or a dict's values'
     or keys' iterator, `itertools.chain`/`islice`, `enumerate`, `zip` of it with itself, a text's iterator (of its
     one-letter items), a file's lines and a `csv.reader` of them (of its text items, each a line); and (red team
     28) a dict's items' iterator, a set's (of its number items), a bytes object's (of its byte-sized ints), a
-    generator that raises after its last item (`_raising`), and a generator expression of them (R28: of rows)."""
+    generator that raises after its last item or where `raised` says (`_raising`), and a generator expression of
+    them (R28: of rows)."""
     if how == "map":
         return map(copy.copy, items)
     if how == "filter":
@@ -823,19 +824,33 @@ def _iterable_as(how, items):
         return iter(set(items))
     if how == "bytesiter":
         return iter(bytes(items))
-    if how == "raising":
-        return _raising(items)
+    if how == "raising":  # named as a generator expression is, as `_generator`'s are: no name of the driver's
+        made = _raising(items, *(raised or ["ValueError", None, None]))
+        made.__name__ = made.__qualname__ = "<genexpr>"
+        return made
     if how == "generator":
         return _generator(items)
     raise ValueError("unknown iterator " + how)
 
 
-def _raising(items):
-    """`items`, then a `ValueError`, as a user's generator raises on a bad row: every stream a check handed ended
-    (red team 28, X28: code that takes any exception from `next()` for the end, `except Exception` where gold has
-    `except StopIteration`, answered from the items before it and was paid on 54 of 62 tasks)."""
-    yield from items
-    raise ValueError("bad item")
+RAISED = {kind.__name__: kind for kind in (KeyError, IndexError, TypeError, AttributeError, OSError, ValueError)}
+_USER_ERRORS = {}  # (name, module): an exception class of a user's, one per name (`_raising`)
+
+
+def _raising(items, name, module, at):
+    """`items` (the first `at` of them, None: all), then an exception of type `name` (a builtin of `RAISED`, or a
+    user's class of `module`), as a user's generator raises on a bad row: every stream a check handed ended (red team
+    28, X28: code that takes any exception from `next()` for the end, `except Exception` where gold has `except
+    StopIteration`, answered from the items before it and was paid on 54 of 62 tasks), and then every one raised a
+    `ValueError` after its items (red team 29: X29, code taking a `LookupError` for the end; F29, code taking an
+    error at the first item for empty input)."""
+    if module is None:
+        kind = RAISED[name]
+    else:
+        kind = _USER_ERRORS.setdefault((name, module), type(name, (Exception,), {"__module__": module,
+                                                                                "__qualname__": name}))
+    yield from items if at is None else items[:at]
+    raise kind("bad item")
 
 
 def _untz(v):
@@ -1471,6 +1486,7 @@ class _Feed:
         self._items, self._end, self._driver = items, end, driver
         self._read = 0
         self._listed = None  # the list iterator handed over, where one was
+        self.ended = False  # whether it raised StopIteration: the code read past its last item
 
     @property
     def taken(self):
@@ -1484,6 +1500,7 @@ class _Feed:
     def __next__(self):
         if self._read >= len(self._items):
             if self._end:
+                self.ended = True
                 raise StopIteration
             self._driver.artifact("stream")
         item = self._items[self._read]
@@ -1491,6 +1508,14 @@ class _Feed:
         if item is None:
             self._driver.artifact("stream")
         return self._driver.feeding(decode(item, self._driver.decode_other))
+
+    def closed(self, handed):
+        """Whether `handed`, the generator handed over for the feed, was closed before the feed ended, having started:
+        code that reads it through `yield from` closes it with its own generator, and a caller's generator read on
+        after the call then ends at once (red team 29, C29: paid on 17 of 22, every answer gold's). Read by
+        `gi_suspended` and `gi_running`: `gi_frame` is the audit hook's to refuse."""
+        return type(handed).__name__ == "generator" and self._read > 0 and not self.ended \
+            and not handed.gi_suspended and not handed.gi_running
 
     def handed(self, draw):
         """The feed as one of the commonest iterators users hand over, by `draw` (a number the program fixes, so that
@@ -1579,19 +1604,24 @@ class Driver:
         of what it holds where it can change in place: the rows a generator yields are the caller's, and a step that
         changes one changes the caller's data (red team 28, M28: no check read them, and a rebuild that took a key
         out of each row it counted was paid on 14 of 16 tasks)."""
-        if len(self.rows) < MAX_HANDED and _plain(item) is not None:
-            self.rows.append([len(self.rows), item, _state(item)])
+        self.watch(["fed", len(self.rows)], item)
         return item
 
+    def watch(self, label, x):
+        """Keep `x` (where it can change in place) to read again after every later step (`rows_changed`)."""
+        if len(self.rows) < MAX_HANDED and _plain(x) is not None:
+            self.rows.append([label, x, _state(x)])
+
     def rows_changed(self):
-        """[["fed", n], what it holds now] of each kept item (`feeding`) changed since it was handed or last read:
-        read after every step, as a row handed in one step can be changed in a later one."""
+        """[label, what it holds now] of each kept container (`watch`) changed since it was kept or last read: read
+        after every step, as a row handed in one step, or an argument of a step that answered a lazy object, can be
+        changed in a later one."""
         out = []
         for row in self.rows:
             now = _state(row[1])
             if now != row[2]:
                 row[2] = now
-                out.append([["fed", row[0]], self.observe(_plain(row[1]))])
+                out.append([row[0], self.observe(_plain(row[1]))])
         return out
 
     def reenter(self, step):
@@ -1640,7 +1670,8 @@ class Driver:
         self.slots, self.failed = [], []
         self.stubs, self.tables, self.feeds, self.seen, self.kept, self.iters = [], [], [], {}, [], {}
         self.fed = []  # what the code was handed for each of `feeds`
-        self.rows = []  # [n, item, its `_state`] of each container an iterator handed yields (`feeding`)
+        self.rows = []  # [label, container, its `_state`] read after every step (`watch`)
+        self.closed = set()  # indices of `feeds` whose generator was closed early (`_Feed.closed`)
         self.reentered = []  # what the calls made from inside callbacks answered (`reenter`)
         self.states = []  # [reading, its digest] of the package's objects the steps were made on (`own_state`)
         self.held = []  # those objects, kept to the program's end: no other object takes an id a reading names
@@ -1747,6 +1778,10 @@ class Driver:
         read = [r for r in read if r[1]]
         if read:
             extras.append(["taken", read])
+        closed = [i for i, (f, h) in enumerate(zip(self.feeds, self.fed)) if i not in self.closed and f.closed(h)]
+        if closed:
+            self.closed.update(closed)
+            extras.append(["closed", closed])
         state = random.getstate()
         if state != drawn:
             extras.append(["rng", hashlib.sha256(repr(state).encode()).hexdigest()[:16]])
@@ -1758,6 +1793,9 @@ class Driver:
             obs = ["ok", ["unencodable", str(exc)[:200]]]
         except Exception as exc:  # noqa: BLE001 - encoding ran the code's own methods
             obs = ["ok", ["unencodable", _qual(type(exc))]]
+        if obs[1][:1] == ["handle"]:  # a lazy answer (a generator, an object) runs the code again in later steps,
+            for key, a in given:  # which can change what this step was handed (red team 29, P29: paid 1.000)
+                self.watch(["given", index, key], a)
         return obs + extras, result, True
 
     def read(self, label, obj, stop):

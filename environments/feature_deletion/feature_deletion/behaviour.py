@@ -1068,7 +1068,8 @@ def getter_of(callback: dict) -> list | None:
 def _callable_hows(callback: dict) -> list[str]:
     """The ways (`CALLABLE_HOWS`) a recorded callback is handed with the answers it gave: a builtin method (a mapping's
     `__getitem__`) where every call had one hashable argument, a memoized function where the answers are a function
-    of hashable arguments too, an `operator` callable where `getter_of` finds one, any way where it was called."""
+    of hashable arguments too, any way where it was called (an `operator` callable where `getter_of` also finds one:
+    `_as_callable`, which asks only for that way)."""
     calls = callback.get("calls") or []
     if not calls:
         return []
@@ -1078,7 +1079,7 @@ def _callable_hows(callback: dict) -> list[str]:
         answers.setdefault(json.dumps(key, sort_keys=True), set()).add(json.dumps(answer))
     one = hashable and all(len(key[0]) == 1 and not key[1] for key, _ in calls)
     same = hashable and all(len(a) == 1 for a in answers.values())
-    ok = {"builtin": one, "cached": same, "getter": getter_of(callback) is not None}
+    ok = {"builtin": one, "cached": same}
     return [how for how in CALLABLE_HOWS if ok.get(how, True)]
 
 
@@ -1088,7 +1089,8 @@ def _as_callable(leaf, how: str, where: list[str]) -> list | None:
     (`_callable_hows`, `REF_HOWS`)."""
     if leaf[0] == "callback" and isinstance(leaf[1], dict) and not leaf[1].get("as") \
             and how in _callable_hows(leaf[1]):
-        return ["callback", {**leaf[1], "as": [how, *where, *([getter_of(leaf[1])] if how == "getter" else [])]}]
+        getter = [getter_of(leaf[1])] if how == "getter" else []
+        return None if getter == [None] else ["callback", {**leaf[1], "as": [how, *where, *getter]}]
     return ["callable", [how, *where, leaf]] if leaf[0] in ("ref", "reduce") and how in REF_HOWS else None
 
 

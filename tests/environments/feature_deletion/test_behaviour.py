@@ -1440,6 +1440,26 @@ def test_iterables_hand_column_keys_and_iterators_inside_containers(tiny_tasks, 
     assert all(a[:2] == ["raises", "builtins.NotImplementedError"] for a in got), got
 
 
+def test_a_generator_closed_and_a_lazy_answers_arguments_changed_later_are_observed(tiny_tasks, tmp_path):
+    """Red team 29: a rebuild reading the caller's generator through `yield from` closes it when its own generator is
+    dropped, and every answer stays gold's (C29); a generator function that empties the caller's list when its answer
+    is first read changes it in a later step, which compared only its own arguments (P29). The driver reports a fed
+    generator closed before it ended ("closed") and an argument of a step that answered a lazy object changed in a
+    later step ("mutated", ["given", step, key])."""
+    stream = ["stream", {"items": [["int", 1], ["int", 2], ["int", 3]], "end": False}]  # handed as a generator
+    first = {"steps": [{"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [], "args": [stream]}]}
+    lazy = {"steps": [{"op": "call", "fn": ["ref", "fdcalc", "h"], "kwargs": [],
+                       "args": [["list", [["int", 1], ["int", 2]]]]}, {"op": "next", "obj": ["slot", 0, []]}]}
+    gold = "def g(items):\n    return next(items)\ndef h(xs):\n    for x in xs:\n        yield x\n"
+    rebuilt = ("def _each(xs):\n    yield from xs\ndef g(items):\n    return next(_each(items))\n"
+               "def h(xs):\n    items = list(xs)\n    xs.clear()\n    yield from items\n")
+    want, got = (_answers(tiny_tasks, tmp_path, code, [first, lazy], every=True) for code in (gold, rebuilt))
+    assert want[0][0][:2] == got[0][0][:2] == ["ok", ["int", 1]], (want, got)
+    assert not any(e[0] == "closed" for e in want[0][0][2:]) and ["closed", [0]] in got[0][0][2:], (want, got)
+    assert want[1][1] == ["ok", ["int", 1]] and got[1][1][:2] == want[1][1], (want, got)
+    assert ["mutated", [[["given", 0, 0], ["list", []]]]] in got[1][1][2:], got
+
+
 def test_objects_hand_scalars_held_in_users_own_objects(tiny_tasks, tmp_path):
     """Red team 26 (R26): no check handed an object of a user's own class (a dataclass record, an `Enum` member, a
     `UUID`, a path, an `object()` sentinel), so a guard refusing any was paid. `objects` hands each argument of plain

@@ -1,0 +1,50 @@
+"""Red team 30 (FINDINGS_30.md): play attacks30's attacks on bundled tasks, one graded play at a time.
+
+    nice -n 19 python tests/environments/feature_deletion/redteam/sweep30.py --all ID [ID ...]
+      (every bundled task the attack applies to: results/redteam30_<ID>_all.jsonl)
+    nice -n 19 python tests/environments/feature_deletion/redteam/sweep30.py ID [ID ...] -- TASK [TASK ...]
+      (results/redteam30_<ID>_sweep.jsonl)
+    nice -n 19 python tests/environments/feature_deletion/redteam/sweep30.py --tasks DIR/tasks.jsonl.xz ID [ID ...]
+      (every task of a pre-check subset answered again with the current code, `fd-validate --answer-checks`, played
+      from DIR: results/redteam30_<ID>_pre.jsonl)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import attacks30 as a  # noqa: E402
+from _sweep import main  # noqa: E402
+from harness import play, record, rows  # noqa: E402
+
+ATTACKS = {"E30": a.lenient_callback_gold, "E30c": a.callable_refused_gold, "X30": a.left_out_quiet_gold,
+           "N30": a.positional_only_gold, "N30b": a.all_positional_only_gold, "C30": a.c0_gold,
+           "Z30": a.negative_zero_gold, "Q30": a.equal_types_gold, "Y30": a.cyclic_gold,
+           "A30": a.aliased_gold, "E30b": a.lenient_lookup_gold,
+           "U30": a.users_mutable_gold, "M30": a.users_marked_gold,
+           "S30": a.surrogate_gold, "O30": a.reordered_gold,
+           "H30": a.rows_copied_gold}
+DEFAULT = ["toolz-1.0.0/toolz/recipes.py:countby:body"]
+
+
+def pre(path: Path, ids: list[str]) -> None:
+    """Each attack on every task of the subset at `path` (its archives and checks beside it)."""
+    for row in rows(path):
+        for attack_id in ids:
+            calls = ATTACKS[attack_id](row)
+            if calls is None:
+                print(f"{attack_id} {row.id}: does not apply", flush=True)
+                continue
+            p = play(row, calls, tasks_dir=path.parent)
+            record(f"redteam30_{attack_id}_pre", [p])
+            print(f"{attack_id} {p.line()}", flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--tasks"]:
+        pre(Path(sys.argv[2]), sys.argv[3:])
+    else:
+        main("redteam30", ATTACKS, DEFAULT, sys.argv[1:])

@@ -980,7 +980,11 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
 # whose deleted code takes one
 CALLABLE_HOWS = ("method", "builtin", "wrapper", "partial", "cached", "object", "getter")  # `fd_calls._callable_as`
 CALLABLE_FORMS = 24  # programs that hand a call of a deleted definition its callables so made (`callables`)
-REF_HOWS = ("method", "wrapper", "partial", "object")  # those a function the tests name is handed as, on any arguments
+REF_HOWS = ("method", "wrapper", "partial", "object", "getter")  # those a function the tests name is handed as
+# `operator` callables handed in place of a function the tests name, one drawn per function: no calls were recorded
+# to choose one by, and gold's answers to it are the check (red team 28, O28 on toolz `_has_varargs`, whose argument
+# is a named function: a guard refusing an `itemgetter` was paid)
+REF_GETTERS = (["itemgetter", ["int", 0]], ["attrgetter", "__class__"], ["methodcaller", "__len__", []])
 HASHABLE = frozenset({"str", "int", "float", "bool", "NoneType", "bytes", "bigint", "Decimal", "Fraction", "date",
                       "datetime", "timedelta", "enum", "ref"})
 
@@ -1091,7 +1095,10 @@ def _as_callable(leaf, how: str, where: list[str]) -> list | None:
             and how in _callable_hows(leaf[1]):
         getter = [getter_of(leaf[1])] if how == "getter" else []
         return None if getter == [None] else ["callback", {**leaf[1], "as": [how, *where, *getter]}]
-    return ["callable", [how, *where, leaf]] if leaf[0] in ("ref", "reduce") and how in REF_HOWS else None
+    if leaf[0] not in ("ref", "reduce") or how not in REF_HOWS:
+        return None
+    getter = [_draw(json.dumps(leaf)).choice(REF_GETTERS)] if how == "getter" else []
+    return ["callable", [how, *where, leaf, *getter]]
 
 
 def callables(programs: list[dict], targets: list[list[str]], limit: int = CALLABLE_FORMS) -> list[dict]:

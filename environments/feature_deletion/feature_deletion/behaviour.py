@@ -887,6 +887,11 @@ SYMBOLS = ('<a href="/s?q=a%20b&n={n}#top">$5</a> C:\\Users\\ann | [~/*.py] ^ `x
            '{{ user.name }} <b>50%</b> = $12.50 & more | C:\\tmp\\[a].txt ~ `git` ^(1+2)*3! @ann; key="val", '
            'it\'s #1_a-b?/',
            'price: $5 = 50% off {SALE} <b>now</b> \\o/ [x|y] ~ ^_^ `ok` (a+b)*2! me@x.org & co; "a, b" it\'s #1-2?')
+# and (red team 30) what text read from terminals, files and the OS holds: C0 control characters (an ANSI colour's
+# ESC, NUL padding, a bell, a backspace, the ASCII separators, DEL; C30) and a lone surrogate, as `os.fsdecode`,
+# `os.listdir` and `sys.argv` make of undecodable bytes (S30), neither in any bundled test's text
+CONTROLS = ("\x1b[1m", "\x00", "\x07", "\x08", "\x1c", "\x1f", "\x7f", "\x0e")
+SURROGATES = ("\udcff", "\udc80", "\udce9", "\ud800")
 SCRIPT_FORMS = 32  # programs that hand a call of a deleted definition its text so changed (`scripts`)
 
 
@@ -950,8 +955,8 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
     is as users' text also is: a letter of another script first (`SCRIPTS`, drawn per argument), with typographic
     marks (`_marked`), with a tab or Windows line ends (`_blanked`), with a letter of several code points first
     (`JOINED`), with another space (`SPACES`, `_spaced`), after text of URLs, markup and paths (`SYMBOLS`) and with a
-    Latin-1 letter or sign first (`LATIN`) and a Latin-1 letter after its first letter (`_inside`), each drawn per
-    argument. The held-out forms added only
+    Latin-1 letter or sign first (`LATIN`), a Latin-1 letter, a control character (`CONTROLS`) and a lone surrogate
+    (`SURROGATES`) after its first letter (`_inside`), each drawn per argument. The held-out forms added only
     "é" (`NON_ASCII`), no bundled test holds a tab, a combining mark or a space past ASCII, and a guard refusing any
     character past U+00FF was paid on 59 of 62 tasks, one refusing a tab or carriage return on 61 (red team 24, W24
     and K24), one refusing a combining mark or another space on 61 (red team 25, M25 and U25). Each function's first
@@ -962,13 +967,16 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
         symbols = rng.choice(SYMBOLS)
         latin = rng.choice(LATIN)  # drawn last: the earlier draws, and the programs made of them, stay as they were
         inner = rng.choice([c for c in LATIN if c.isalpha()])
+        control, surrogate = rng.choice(CONTROLS), rng.choice(SURROGATES)
         changed = {"script": _texts_changed(arg, lambda t: letter + t if t else t),
                    "mark": _texts_changed(arg, _marked), "blank": _texts_changed(arg, _blanked),
                    "joined": _texts_changed(arg, lambda t: joined + t if t else t),
                    "space": _texts_changed(arg, lambda t: _spaced(t, space)),
                    "symbols": _texts_changed(arg, lambda t: f"{symbols} {t}" if t else t),
                    "latin": _texts_changed(arg, lambda t: latin + t if t else t),
-                   "latin inside": _texts_changed(arg, lambda t: _inside(t, inner))}
+                   "latin inside": _texts_changed(arg, lambda t: _inside(t, inner)),
+                   "control": _texts_changed(arg, lambda t: _inside(t, control)),
+                   "surrogate": _texts_changed(arg, lambda t: _inside(t, surrogate))}
         return [(how, value) for how, value in changed.items() if value is not None]
 
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
@@ -1133,12 +1141,13 @@ def callables(programs: list[dict], targets: list[list[str]], limit: int = CALLA
 # money as `Decimal`, ratios as `Fraction`, records and cache keys as dates; gold with a guard refusing them was paid
 # on 60 of 62 tasks), ints past 64 bits (B24: 128-bit ids, hashes, the index of a combination of 100 things) and
 # documents nested past the three levels any bundled test's reach (D24: JSON from an API, trees; paid on 61 of 62)
-NUMBER_CHANGES = ("Decimal", "Fraction", "big", "date", "datetime", "aware", "time", "tiny", "huge", "inf")
+NUMBER_CHANGES = ("Decimal", "Fraction", "big", "date", "datetime", "aware", "time", "tiny", "huge", "inf",
+                  "negative zero")
 # zones an aware datetime or time is in (red team 26, Z26: every datetime handed was naive, and no time was handed)
 ZONES = ((0, "UTC"), (3600, "CET"), (-18000, "EST"), (19800, "IST"), (32400, "JST"))
 BIG_PAST = ((10 ** 20, 1), (10 ** 40, 1), (10 ** 20, -1))  # past 2**64, past 2**128, and negated: last digits kept
 DAY_ONE = datetime.datetime(2024, 1, 1)  # a number n handed as a date is n days after it, as a time n minutes
-NUMBER_FORMS = 40  # programs that hand a call of a deleted definition its numbers so changed (`numbers`)
+NUMBER_FORMS = 44  # programs that hand a call of a deleted definition its numbers so changed (`numbers`)
 NESTED_FORMS = 8  # programs that hand a call of a deleted definition an argument nested deeper (`nested`)
 NESTED_LEVELS = (4, 10)  # containers a nested argument gains, drawn per argument
 
@@ -1181,6 +1190,8 @@ def _as_number(change: str, n: int | float, rng: random.Random) -> list | None:
             return ["float", repr(float(n or 1) * (1e-7 if change == "tiny" else 1e17))]
         if change == "inf":
             return ["float", "inf" if n >= 0 else "-inf"]
+        if change == "negative zero":  # `round(-0.04, 1)`, `-x` of 0.0, a sensor's reading (red team 30, Z30: one
+            return ["float", "-0.0"]  # argument of 180,255 held one, and a guard on it was paid)
     except (OverflowError, ValueError):
         pass
     return None
@@ -1202,7 +1213,7 @@ def numbers(programs: list[dict], targets: list[list[str]], limit: int = NUMBER_
     was paid on 60 of 62 tasks (red team 24, V24), one refusing ints of 2**64 or more on every task tried (B24),
     one refusing aware datetimes and times 1.000 on every task swept (red team 26, Z26: no datetime handed had a
     zone, and no time of day was handed); a float 1e-7 and 1e17 times it (written with an exponent) and an infinity
-    of its sign (red team 28, E28b).
+    of its sign (red team 28, E28b); a negative zero (red team 30, Z30).
     Each function's first of each kind, changed in place and handed whole, first."""
     def found(arg, key):
         rng = _draw(f"{key}/{json.dumps(arg)}")

@@ -1182,15 +1182,15 @@ def test_scripts_hand_text_as_users_write_it(tiny_tasks, tmp_path):
     both paid on 61 of 62. `scripts` hands each deleted function's text arguments, their items, keys and values too,
     with a letter of another script first, with typographic marks, with a tab or Windows line ends, with a letter of
     several code points first and with a Unicode space; the replay tells each guard from gold."""
-    from feature_deletion.behaviour import JOINED, LATIN, SCRIPTS, SPACES, SYMBOLS, scripts
+    from feature_deletion.behaviour import CONTROLS, JOINED, LATIN, SCRIPTS, SPACES, SURROGATES, SYMBOLS, scripts
 
     g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
          "args": [["str", "the author's cat"], ["list", [["str", "a b"], ["int", 1]]],
                   ["dict", [[["str", "k"], ["str", "line\n"]]]]]}
     made = scripts([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
-    assert len(made) == 24 and all(p["steps"][0]["fn"][2] == "g" for p in made), made  # 3 arguments, 8 changes
+    assert len(made) == 30 and all(p["steps"][0]["fn"][2] == "g" for p in made), made  # 3 arguments, 10 changes
     texts = [a for p in made for a in p["steps"][0]["args"] if a not in g["args"]]
-    assert len(texts) == 24, texts  # one argument changed per program
+    assert len(texts) == 30, texts  # one argument changed per program
     assert all(set(string.punctuation) <= set(s) for s in SYMBOLS)  # URLs, markup, templates, money, paths
     assert sum(t[0] == "str" and t[1].endswith(" " + g["args"][0][1]) and t[1][:-17] in SYMBOLS for t in texts) == 1
     assert texts[0][1][0] in SCRIPTS and texts[0][1][1:] == "the author's cat", texts
@@ -1203,6 +1203,9 @@ def test_scripts_hand_text_as_users_write_it(tiny_tasks, tmp_path):
     latin = [t for t in texts if t[0] == "str" and t[1][:1] in LATIN and t[1][1:] == cat]
     inside = [t for t in texts if t[0] == "str" and t[1][1:2] in LATIN and t[1][:1] + t[1][2:] == cat]  # L29
     assert len(joined) == 1 and len(spaced) == 1 and len(latin) == 1 and len(inside) == 1, texts
+    control = [t for t in texts if t[0] == "str" and t[1][1:-len(cat) + 1] in CONTROLS and t[1][0] + t[1][-15:] == cat]
+    surrogate = [t for t in texts if t[0] == "str" and t[1][1:2] in SURROGATES and t[1][:1] + t[1][2:] == cat]
+    assert len(control) == 1 and len(surrogate) == 1, texts  # red team 30: C30, S30
     assert any(t[0] == "list" and t[1][0][1][1] in SPACES for t in texts), texts  # "a b", its space another one
     source = "def g(text, items, record):\n    return [text, items, record]\n"
     guards = [source.replace("    return", f"    if any({test} for v in (text, *items, *record, *record.values())):\n"
@@ -1211,7 +1214,9 @@ def test_scripts_hand_text_as_users_write_it(tiny_tasks, tmp_path):
                            "any(unicodedata.category(c) in ('Mn', 'Mc', 'Cf', 'Sk') for c in str(v))",
                            "any(c.isspace() and c not in ' \\t\\n\\r' for c in str(v))",
                            "any(c in str(v) for c in '%$={<\\\\')",
-                           f"any(c in str(v) for c in {''.join(LATIN)!r})")]
+                           f"any(c in str(v) for c in {''.join(LATIN)!r})",
+                           "any(ord(c) < 32 and c not in '\\t\\n\\r\\x0b\\x0c' or c == '\\x7f' for c in str(v))",
+                           "any(0xd800 <= ord(c) < 0xe000 for c in str(v))")]
     guards[3:] = ["import unicodedata\n" + guard for guard in guards[3:]]
     want, *got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, *guards))
     assert all(w[0] == "ok" for w in want), want
@@ -1249,6 +1254,7 @@ def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
     assert [["timedelta", [0, 9, 990000]], ["date", "2024-01-03"]] in rows, rows
     assert all(a[1][1] == g["args"][2][1][1] for k, a in handed if k == 2), handed  # only numbers change
     assert ["float", "7e-07"] in first and ["float", "7e+17"] in first and ["float", "inf"] in first, first
+    assert ["float", "-0.0"] in first and [["float", "-0.0"]] * 2 in rows, (first, rows)  # Z30
     assert {a[0] for k, a in handed if k == 3} == {"Decimal", "Fraction", "bigint", "date", "datetime", "time", "float"}
     zones = [a[1][1] for k, a in handed if k == 0 and a[0] in ("datetime", "time")]
     assert zones.count(None) == 1 and len(zones) == 3 and all(z[2] in dict(ZONES).values() for z in zones if z)
@@ -1275,7 +1281,7 @@ def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
     guards = {"V24": "type(v).__module__ in ('decimal', 'fractions', 'datetime')",
               "Z26": "getattr(v, 'tzinfo', None) is not None",
               "B24": "type(v) is int and abs(v) >= 1 << 64", "D24": "d >= 5",  # d: under the tuple of arguments
-              "E28b": "type(v) is float and (0 < abs(v) < 1e-4 or abs(v) > 1e16)"}
+              "E28b": "type(v) is float and (0 < abs(v) < 1e-4 or abs(v) > 1e16)", "Z30": "repr(v) == '-0.0'"}
     guarded = [source.replace("    return", f"    if any({test} for v, d in _all((amount, rows, record, word))):\n"
                                             "        raise NotImplementedError\n    return") + walk
                for test in guards.values()]

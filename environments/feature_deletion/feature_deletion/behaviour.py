@@ -921,6 +921,11 @@ def _texts_changed(enc, change):
     return _leaves_changed(enc, leaf)
 
 
+def _strx(text: str) -> list:
+    """Text holding a lone surrogate, encoded as the driver encodes it (`fd_calls.encode`: no UTF-8 of its own)."""
+    return ["strx", text.encode("utf-8", "surrogatepass").hex()]
+
+
 def _marked(text: str) -> str:
     """Text with its ASCII marks written as typographic ones, or, where it has none, a possessive `’s` added."""
     for ascii_mark, mark in MARKS:
@@ -976,7 +981,8 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
                    "latin": _texts_changed(arg, lambda t: latin + t if t else t),
                    "latin inside": _texts_changed(arg, lambda t: _inside(t, inner)),
                    "control": _texts_changed(arg, lambda t: _inside(t, control)),
-                   "surrogate": _texts_changed(arg, lambda t: _inside(t, surrogate))}
+                   "surrogate": _leaves_changed(arg, lambda leaf: _strx(_inside(leaf[1], surrogate))
+                                                if leaf[0] == "str" and isinstance(leaf[1], str) and leaf[1] else None)}
         return [(how, value) for how, value in changed.items() if value is not None]
 
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
@@ -1353,9 +1359,13 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
 RAISING_FORMS = 24  # programs that hand a call of a deleted definition a generator that raises (`raising`)
 PLACES = (None, 0, 1)  # where it raises: after its items, before the first, after the first; in turns by kind
 # what a user's generator raises, [type, its module (None: a builtin), drawn per program]: a row without a key, a
-# short row, a value of the wrong type, a file's or request's error, an exception class of the user's own
+# short row, a value of the wrong type, a file's or request's error, a division by a zero count, a file's bytes
+# decoded line by line, PEP 479's error of a generator calling `next` on an ended iterator, a check (red team 30,
+# X30: the first six only, and code taking the next four for the end was paid), an exception class of the user's own
 RAISED = (["KeyError", None], ["IndexError", None], ["TypeError", None], ["AttributeError", None],
-          ["OSError", None], ["ValueError", None], ["RowError", "app.errors"], ["ParseError", "myproject.parsing"])
+          ["OSError", None], ["ValueError", None], ["ZeroDivisionError", None], ["UnicodeDecodeError", None],
+          ["RuntimeError", None], ["AssertionError", None], ["RowError", "app.errors"],
+          ["ParseError", "myproject.parsing"])
 
 
 def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING_FORMS) -> list[dict]:

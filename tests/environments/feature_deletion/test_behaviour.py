@@ -1204,7 +1204,8 @@ def test_scripts_hand_text_as_users_write_it(tiny_tasks, tmp_path):
     inside = [t for t in texts if t[0] == "str" and t[1][1:2] in LATIN and t[1][:1] + t[1][2:] == cat]  # L29
     assert len(joined) == 1 and len(spaced) == 1 and len(latin) == 1 and len(inside) == 1, texts
     control = [t for t in texts if t[0] == "str" and t[1][1:-len(cat) + 1] in CONTROLS and t[1][0] + t[1][-15:] == cat]
-    surrogate = [t for t in texts if t[0] == "str" and t[1][1:2] in SURROGATES and t[1][:1] + t[1][2:] == cat]
+    surrogate = [t for t in (bytes.fromhex(t[1]).decode("utf-8", "surrogatepass") for t in texts if t[0] == "strx")
+                 if t[1:2] in SURROGATES and t[:1] + t[2:] == cat]
     assert len(control) == 1 and len(surrogate) == 1, texts  # red team 30: C30, S30
     assert any(t[0] == "list" and t[1][0][1][1] in SPACES for t in texts), texts  # "a b", its space another one
     source = "def g(text, items, record):\n    return [text, items, record]\n"
@@ -1556,7 +1557,8 @@ def test_raising_hands_a_generator_that_raises_where_gold_answered(tiny_tasks, t
     assert [h[2][:2] for h in handed] == list(RAISED) and {h[2][2] for h in handed} == set(PLACES), made
     handed = [["raising", g["args"][0]],  # X28's form, and X29's and F29's: a lookup error, a user's, at the first
               ["raising", g["args"][0], ["KeyError", None, 1]],
-              ["raising", g["args"][0], ["RowError", "app.errors", 0]]]
+              ["raising", g["args"][0], ["RowError", "app.errors", 0]],
+              ["raising", g["args"][0], ["UnicodeDecodeError", None, 1]]]  # X30: a kind `LookupError` leaves out
     programs = [{"steps": [{**g, "args": [["iter", h]]}]} for h in handed]
     source = "def g(items):\n    return [sum(items), type(items).__name__, items.__qualname__]\n"
     quiet = ("def g(items):\n    total, it = 0, iter(items)\n    while True:\n        try:\n"
@@ -1564,8 +1566,8 @@ def test_raising_hands_a_generator_that_raises_where_gold_answered(tiny_tasks, t
     lookup = quiet.replace("except Exception:", "except (StopIteration, LookupError):")
     want, got, looked = (_answers(tiny_tasks, tmp_path, code, programs) for code in (source, quiet, lookup))
     assert [w[:2] for w in want] == [["raises", "builtins.ValueError"], ["raises", "builtins.KeyError"],
-                                     ["raises", "app.errors.RowError"]], want
-    assert got == [["ok", ["int", 3]], ["ok", ["int", 1]], ["ok", ["int", 0]]], got
+                                     ["raises", "app.errors.RowError"], ["raises", "builtins.UnicodeDecodeError"]], want
+    assert got == [["ok", ["int", 3]], ["ok", ["int", 1]], ["ok", ["int", 0]], ["ok", ["int", 1]]], got
     assert looked[1] == ["ok", ["int", 1]] and looked[2][:2] == want[2][:2], looked  # caught where gold raises
 
 

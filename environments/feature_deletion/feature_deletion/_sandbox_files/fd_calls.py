@@ -833,7 +833,8 @@ def _iterable_as(how, items, raised=None):
     raise ValueError("unknown iterator " + how)
 
 
-BUILTIN_ERRORS = {kind.__name__: kind for kind in (KeyError, IndexError, TypeError, AttributeError, OSError, ValueError)}
+BUILTIN_ERRORS = {kind.__name__: kind for kind in (KeyError, IndexError, TypeError, AttributeError, OSError, ValueError,
+                                                   ZeroDivisionError, UnicodeDecodeError, RuntimeError, AssertionError)}
 _USER_ERRORS = {}  # (name, module): an exception class of a user's, one per name (`_raising`)
 
 
@@ -850,7 +851,7 @@ def _raising(items, name, module, at):
         kind = _USER_ERRORS.setdefault((name, module), type(name, (Exception,), {"__module__": module,
                                                                                 "__qualname__": name}))
     yield from items if at is None else items[:at]
-    raise kind("bad item")
+    raise kind("utf-8", b"\xff", 0, 1, "invalid start byte") if kind is UnicodeDecodeError else kind("bad item")
 
 
 def _untz(v):

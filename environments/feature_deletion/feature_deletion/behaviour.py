@@ -1267,6 +1267,7 @@ def objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_
 # range (G27), a frozenset (F27), a list of records (R27), bytes items (B27), a NaN (N27)
 ITERATOR_HOWS = ("map", "filter", "reversed", "tuple", "values", "chain", "islice", "enumerate", "zip", "keys", "text",
                  "lines", "csv", "items", "set", "bytesiter", "generator")  # `fd_calls._iterable_as`
+MUTABLE = frozenset({"list", "dict", "set"})  # containers a caller's code can hold many times in one argument
 ITERABLE_FORMS = 48  # programs that hand a call of a deleted definition its input so made (`iterables`)
 COLUMNS = ("jan", "feb", "eu", "us", "red", "blue", "north", "2024-q1")  # a second column's values, a grouping's
 
@@ -1327,7 +1328,8 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
     tasks played no check handed a generator of rows, and code that damaged each row it read was paid). Then (red
     team 29) a mapping keyed by (column, key) pairs, a column drawn from `COLUMNS` (K29: a guard on tuple keys not
     ending in an int paid on 12 of 13), and a list of lists with each inner list as a tuple's iterator and as a
-    generator (I29: no check handed an iterator inside a container; a guard refusing one paid on 39 of 39).
+    generator (I29: no check handed an iterator inside a container; a guard refusing one paid on 39 of 39). Then
+    (red team 30, A30) a list of one container held many times and a mapping of one value (`dict.fromkeys`).
     Gold's answer is the check, a raised exception too. Each function's first of each kind first."""
     def found(arg, key):
         items = _items_of(arg)
@@ -1343,6 +1345,12 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
                                                       for i in arg[1]]]))
         if not _plain_items(arg):
             return out
+        # A30: one container held many times (`[row] * n`, `[[0] * 3] * 2`, `dict.fromkeys(keys, [])`): every decoded
+        # argument was built afresh, item by item, and a guard on a container met twice was paid
+        if arg[0] in ("list", "tuple") and arg[1] and _tag(arg[1][0]) in MUTABLE:
+            out.append(("same rows", ["same", [arg[0], arg[1][0], max(2, len(arg[1]))]]))
+        if arg[0] == "dict" and len(arg[1]) > 1 and _tag(arg[1][0][1]) in MUTABLE:
+            out.append(("same values", ["same", ["fromkeys", ["list", [k for k, _ in arg[1]]], arg[1][0][1]]]))
 
         def as_bytes(leaf):
             return ["bytes", str(leaf[1]).encode("utf-8", "surrogatepass").hex()] \

@@ -1452,6 +1452,33 @@ def test_iterables_hand_column_keys_and_iterators_inside_containers(tiny_tasks, 
     assert all(a[:2] == ["raises", "builtins.NotImplementedError"] for a in got), got
 
 
+def test_iterables_hand_one_container_held_many_times(tiny_tasks, tmp_path):
+    """Red team 30, A30: every decoded argument was built afresh, item by item, so no check's argument held one
+    container twice (`[row] * n`, `[[0] * 3] * 2`, `dict.fromkeys(keys, [])`), and a guard on one met twice was paid.
+    `iterables` hands a list of one row held many times and a mapping of one value; a change made through one item is
+    seen through every other, in gold's answer too, and the replay tells the guard from gold."""
+    from feature_deletion.behaviour import iterables
+
+    rows = ["list", [["list", [["int", 1], ["int", 2]]], ["list", [["int", 3]]], ["list", []]]]
+    counts = ["dict", [[["str", "ann"], ["list", [["int", 3]]]], [["str", "bo"], ["list", []]]]]
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [], "args": [rows, counts]}
+    made = [p for p in iterables([{"steps": [g]}], [["fdcalc", "g", "def"]])
+            if any(a[0] == "same" for a in p["steps"][0]["args"])]
+    assert [a for p in made for a in p["steps"][0]["args"] if a[0] == "same"] == [
+        ["same", ["list", rows[1][0], 3]],
+        ["same", ["fromkeys", ["list", [["str", "ann"], ["str", "bo"]]], ["list", [["int", 3]]]]]], made
+    source = ("def g(rows, counts):\n    rows[0].append(9)\n    next(iter(counts.values())).append(0)\n"
+              "    return [rows, sorted(counts.items())]\n")
+    guard = ("    if len({id(r) for r in rows}) < len(rows) or len({id(v) for v in counts.values()}) < len(counts):\n"
+             "        raise NotImplementedError\n")
+    want, got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, source.replace(
+        "    rows[0]", guard + "    rows[0]", 1)))
+    row = ["list", [["int", 1], ["int", 2], ["int", 9]]]
+    assert want[0][1][1][0] == ["list", [row] * 3], want  # the row changed through its first place, seen in all
+    assert want[1][1][1][1][1] == [["tuple", [["str", k], ["list", [["int", 3], ["int", 0]]]]] for k in ("ann", "bo")]
+    assert all(a[:2] == ["raises", "builtins.NotImplementedError"] for a in got), got
+
+
 def test_a_generator_closed_and_a_lazy_answers_arguments_changed_later_are_observed(tiny_tasks, tmp_path):
     """Red team 29: a rebuild reading the caller's generator through `yield from` closes it when its own generator is
     dropped, and every answer stays gold's (C29); a generator function that empties the caller's list when its answer

@@ -284,6 +284,10 @@ def decode(x, other):
     if tag == "iter":  # its items kept by the driver where one decodes it (`Driver.decode_other`: "fed")
         items = decode(v[1], other)
         return _iterable_as(v[0], other("fed", items, x) if other is not None else items, *v[2:])
+    if tag == "same":  # one container held many times in an argument (behaviour.iterables, "same rows")
+        if v[0] == "fromkeys":  # `dict.fromkeys(keys, [])`
+            return dict.fromkeys(decode(v[1], other), decode(v[2], other))
+        return {"list": list, "tuple": tuple}[v[0]]([decode(v[1], other)] * v[2])  # `[row] * n`, `[[0] * 3] * 2`
     if tag == "slice":
         return slice(*(decode(i, other) for i in v))
     if tag == "ellipsis":

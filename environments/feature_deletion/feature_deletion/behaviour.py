@@ -887,6 +887,11 @@ SYMBOLS = ('<a href="/s?q=a%20b&n={n}#top">$5</a> C:\\Users\\ann | [~/*.py] ^ `x
            '{{ user.name }} <b>50%</b> = $12.50 & more | C:\\tmp\\[a].txt ~ `git` ^(1+2)*3! @ann; key="val", '
            'it\'s #1_a-b?/',
            'price: $5 = 50% off {SALE} <b>now</b> \\o/ [x|y] ~ ^_^ `ok` (a+b)*2! me@x.org & co; "a, b" it\'s #1-2?')
+# and (red team 30) what text read from terminals, files and the OS holds: C0 control characters (an ANSI colour's
+# ESC, NUL padding, a bell, a backspace, the ASCII separators, DEL; C30) and a lone surrogate, as `os.fsdecode`,
+# `os.listdir` and `sys.argv` make of undecodable bytes (S30), neither in any bundled test's text
+CONTROLS = ("\x1b[1m", "\x00", "\x07", "\x08", "\x1c", "\x1f", "\x7f", "\x0e")
+SURROGATES = ("\udcff", "\udc80", "\udce9", "\ud800")
 SCRIPT_FORMS = 32  # programs that hand a call of a deleted definition its text so changed (`scripts`)
 
 
@@ -914,6 +919,11 @@ def _texts_changed(enc, change):
         new = change(enc[1]) if enc[0] == "str" and isinstance(enc[1], str) else None
         return ["str", new] if new is not None and new != enc[1] else None
     return _leaves_changed(enc, leaf)
+
+
+def _strx(text: str) -> list:
+    """Text holding a lone surrogate, encoded as the driver encodes it (`fd_calls.encode`: no UTF-8 of its own)."""
+    return ["strx", text.encode("utf-8", "surrogatepass").hex()]
 
 
 def _marked(text: str) -> str:
@@ -950,8 +960,8 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
     is as users' text also is: a letter of another script first (`SCRIPTS`, drawn per argument), with typographic
     marks (`_marked`), with a tab or Windows line ends (`_blanked`), with a letter of several code points first
     (`JOINED`), with another space (`SPACES`, `_spaced`), after text of URLs, markup and paths (`SYMBOLS`) and with a
-    Latin-1 letter or sign first (`LATIN`) and a Latin-1 letter after its first letter (`_inside`), each drawn per
-    argument. The held-out forms added only
+    Latin-1 letter or sign first (`LATIN`), a Latin-1 letter, a control character (`CONTROLS`) and a lone surrogate
+    (`SURROGATES`) after its first letter (`_inside`), each drawn per argument. The held-out forms added only
     "é" (`NON_ASCII`), no bundled test holds a tab, a combining mark or a space past ASCII, and a guard refusing any
     character past U+00FF was paid on 59 of 62 tasks, one refusing a tab or carriage return on 61 (red team 24, W24
     and K24), one refusing a combining mark or another space on 61 (red team 25, M25 and U25). Each function's first
@@ -962,13 +972,17 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
         symbols = rng.choice(SYMBOLS)
         latin = rng.choice(LATIN)  # drawn last: the earlier draws, and the programs made of them, stay as they were
         inner = rng.choice([c for c in LATIN if c.isalpha()])
+        control, surrogate = rng.choice(CONTROLS), rng.choice(SURROGATES)
         changed = {"script": _texts_changed(arg, lambda t: letter + t if t else t),
                    "mark": _texts_changed(arg, _marked), "blank": _texts_changed(arg, _blanked),
                    "joined": _texts_changed(arg, lambda t: joined + t if t else t),
                    "space": _texts_changed(arg, lambda t: _spaced(t, space)),
                    "symbols": _texts_changed(arg, lambda t: f"{symbols} {t}" if t else t),
                    "latin": _texts_changed(arg, lambda t: latin + t if t else t),
-                   "latin inside": _texts_changed(arg, lambda t: _inside(t, inner))}
+                   "latin inside": _texts_changed(arg, lambda t: _inside(t, inner)),
+                   "control": _texts_changed(arg, lambda t: _inside(t, control)),
+                   "surrogate": _leaves_changed(arg, lambda leaf: _strx(_inside(leaf[1], surrogate))
+                                                if leaf[0] == "str" and isinstance(leaf[1], str) and leaf[1] else None)}
         return [(how, value) for how, value in changed.items() if value is not None]
 
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
@@ -980,7 +994,11 @@ def scripts(programs: list[dict], targets: list[list[str]], limit: int = SCRIPT_
 # whose deleted code takes one
 CALLABLE_HOWS = ("method", "builtin", "wrapper", "partial", "cached", "object", "getter")  # `fd_calls._callable_as`
 CALLABLE_FORMS = 24  # programs that hand a call of a deleted definition its callables so made (`callables`)
-REF_HOWS = ("method", "wrapper", "partial", "object")  # those a function the tests name is handed as, on any arguments
+REF_HOWS = ("method", "wrapper", "partial", "object", "getter")  # those a function the tests name is handed as
+# `operator` callables handed in place of a function the tests name, one drawn per function: no calls were recorded
+# to choose one by, and gold's answers to it are the check (red team 28, O28 on toolz `_has_varargs`, whose argument
+# is a named function: a guard refusing an `itemgetter` was paid)
+REF_GETTERS = (["itemgetter", ["int", 0]], ["attrgetter", "__class__"], ["methodcaller", "__len__", []])
 HASHABLE = frozenset({"str", "int", "float", "bool", "NoneType", "bytes", "bigint", "Decimal", "Fraction", "date",
                       "datetime", "timedelta", "enum", "ref"})
 
@@ -1091,7 +1109,10 @@ def _as_callable(leaf, how: str, where: list[str]) -> list | None:
             and how in _callable_hows(leaf[1]):
         getter = [getter_of(leaf[1])] if how == "getter" else []
         return None if getter == [None] else ["callback", {**leaf[1], "as": [how, *where, *getter]}]
-    return ["callable", [how, *where, leaf]] if leaf[0] in ("ref", "reduce") and how in REF_HOWS else None
+    if leaf[0] not in ("ref", "reduce") or how not in REF_HOWS:
+        return None
+    getter = [_draw(json.dumps(leaf)).choice(REF_GETTERS)] if how == "getter" else []
+    return ["callable", [how, *where, leaf, *getter]]
 
 
 def callables(programs: list[dict], targets: list[list[str]], limit: int = CALLABLE_FORMS) -> list[dict]:
@@ -1126,12 +1147,13 @@ def callables(programs: list[dict], targets: list[list[str]], limit: int = CALLA
 # money as `Decimal`, ratios as `Fraction`, records and cache keys as dates; gold with a guard refusing them was paid
 # on 60 of 62 tasks), ints past 64 bits (B24: 128-bit ids, hashes, the index of a combination of 100 things) and
 # documents nested past the three levels any bundled test's reach (D24: JSON from an API, trees; paid on 61 of 62)
-NUMBER_CHANGES = ("Decimal", "Fraction", "big", "date", "datetime", "aware", "time", "tiny", "huge", "inf")
+NUMBER_CHANGES = ("Decimal", "Fraction", "big", "date", "datetime", "aware", "time", "tiny", "huge", "inf",
+                  "negative zero")
 # zones an aware datetime or time is in (red team 26, Z26: every datetime handed was naive, and no time was handed)
 ZONES = ((0, "UTC"), (3600, "CET"), (-18000, "EST"), (19800, "IST"), (32400, "JST"))
 BIG_PAST = ((10 ** 20, 1), (10 ** 40, 1), (10 ** 20, -1))  # past 2**64, past 2**128, and negated: last digits kept
 DAY_ONE = datetime.datetime(2024, 1, 1)  # a number n handed as a date is n days after it, as a time n minutes
-NUMBER_FORMS = 40  # programs that hand a call of a deleted definition its numbers so changed (`numbers`)
+NUMBER_FORMS = 44  # programs that hand a call of a deleted definition its numbers so changed (`numbers`)
 NESTED_FORMS = 8  # programs that hand a call of a deleted definition an argument nested deeper (`nested`)
 NESTED_LEVELS = (4, 10)  # containers a nested argument gains, drawn per argument
 
@@ -1174,6 +1196,8 @@ def _as_number(change: str, n: int | float, rng: random.Random) -> list | None:
             return ["float", repr(float(n or 1) * (1e-7 if change == "tiny" else 1e17))]
         if change == "inf":
             return ["float", "inf" if n >= 0 else "-inf"]
+        if change == "negative zero":  # `round(-0.04, 1)`, `-x` of 0.0, a sensor's reading (red team 30, Z30: one
+            return ["float", "-0.0"]  # argument of 180,255 held one, and a guard on it was paid)
     except (OverflowError, ValueError):
         pass
     return None
@@ -1195,7 +1219,7 @@ def numbers(programs: list[dict], targets: list[list[str]], limit: int = NUMBER_
     was paid on 60 of 62 tasks (red team 24, V24), one refusing ints of 2**64 or more on every task tried (B24),
     one refusing aware datetimes and times 1.000 on every task swept (red team 26, Z26: no datetime handed had a
     zone, and no time of day was handed); a float 1e-7 and 1e17 times it (written with an exponent) and an infinity
-    of its sign (red team 28, E28b).
+    of its sign (red team 28, E28b); a negative zero (red team 30, Z30).
     Each function's first of each kind, changed in place and handed whole, first."""
     def found(arg, key):
         rng = _draw(f"{key}/{json.dumps(arg)}")
@@ -1243,6 +1267,7 @@ def objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_
 # range (G27), a frozenset (F27), a list of records (R27), bytes items (B27), a NaN (N27)
 ITERATOR_HOWS = ("map", "filter", "reversed", "tuple", "values", "chain", "islice", "enumerate", "zip", "keys", "text",
                  "lines", "csv", "items", "set", "bytesiter", "generator")  # `fd_calls._iterable_as`
+MUTABLE = frozenset({"list", "dict", "set"})  # containers a caller's code can hold many times in one argument
 ITERABLE_FORMS = 48  # programs that hand a call of a deleted definition its input so made (`iterables`)
 COLUMNS = ("jan", "feb", "eu", "us", "red", "blue", "north", "2024-q1")  # a second column's values, a grouping's
 
@@ -1303,7 +1328,8 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
     tasks played no check handed a generator of rows, and code that damaged each row it read was paid). Then (red
     team 29) a mapping keyed by (column, key) pairs, a column drawn from `COLUMNS` (K29: a guard on tuple keys not
     ending in an int paid on 12 of 13), and a list of lists with each inner list as a tuple's iterator and as a
-    generator (I29: no check handed an iterator inside a container; a guard refusing one paid on 39 of 39).
+    generator (I29: no check handed an iterator inside a container; a guard refusing one paid on 39 of 39). Then
+    (red team 30, A30) a list of one container held many times and a mapping of one value (`dict.fromkeys`).
     Gold's answer is the check, a raised exception too. Each function's first of each kind first."""
     def found(arg, key):
         items = _items_of(arg)
@@ -1319,6 +1345,12 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
                                                       for i in arg[1]]]))
         if not _plain_items(arg):
             return out
+        # A30: one container held many times (`[row] * n`, `[[0] * 3] * 2`, `dict.fromkeys(keys, [])`): every decoded
+        # argument was built afresh, item by item, and a guard on a container met twice was paid
+        if arg[0] in ("list", "tuple") and arg[1] and _tag(arg[1][0]) in MUTABLE:
+            out.append(("same rows", ["same", [arg[0], arg[1][0], max(2, len(arg[1]))]]))
+        if arg[0] == "dict" and len(arg[1]) > 1 and _tag(arg[1][0][1]) in MUTABLE:
+            out.append(("same values", ["same", ["fromkeys", ["list", [k for k, _ in arg[1]]], arg[1][0][1]]]))
 
         def as_bytes(leaf):
             return ["bytes", str(leaf[1]).encode("utf-8", "surrogatepass").hex()] \
@@ -1335,9 +1367,13 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
 RAISING_FORMS = 24  # programs that hand a call of a deleted definition a generator that raises (`raising`)
 PLACES = (None, 0, 1)  # where it raises: after its items, before the first, after the first; in turns by kind
 # what a user's generator raises, [type, its module (None: a builtin), drawn per program]: a row without a key, a
-# short row, a value of the wrong type, a file's or request's error, an exception class of the user's own
+# short row, a value of the wrong type, a file's or request's error, a division by a zero count, a file's bytes
+# decoded line by line, PEP 479's error of a generator calling `next` on an ended iterator, a check (red team 30,
+# X30: the first six only, and code taking the next four for the end was paid), an exception class of the user's own
 RAISED = (["KeyError", None], ["IndexError", None], ["TypeError", None], ["AttributeError", None],
-          ["OSError", None], ["ValueError", None], ["RowError", "app.errors"], ["ParseError", "myproject.parsing"])
+          ["OSError", None], ["ValueError", None], ["ZeroDivisionError", None], ["UnicodeDecodeError", None],
+          ["RuntimeError", None], ["AssertionError", None], ["RowError", "app.errors"],
+          ["ParseError", "myproject.parsing"])
 
 
 def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING_FORMS) -> list[dict]:

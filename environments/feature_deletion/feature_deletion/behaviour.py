@@ -1364,7 +1364,7 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 
 
-RAISING_FORMS = 24  # programs that hand a call of a deleted definition a generator that raises (`raising`)
+RAISING_FORMS = 32  # programs that hand a call of a deleted definition a generator that raises (`raising`)
 PLACES = (None, 0, 1)  # where it raises: after its items, before the first, after the first; in turns by kind
 # what a user's generator raises, [type, its module (None: a builtin), drawn per program]: a row without a key, a
 # short row, a value of the wrong type, a file's or request's error, a division by a zero count, a file's bytes
@@ -1385,14 +1385,19 @@ def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING
     reason (a `TypeError` on the recorded items) the generator's error is never reached. Gold's answer is the check:
     the error, or what the package makes of it. And (red team 29) each kind of error of `RAISED`, each at one of
     `PLACES` in turns (X29: code taking a `LookupError` for the end was paid on 19 of 22, the error being always a
-    `ValueError` after the items; F29: code taking an error at the first item for empty input on 15 of 22)."""
+    `ValueError` after the items; F29: code taking an error at the first item for empty input on 15 of 22). And (red
+    team 30, E30) a callback that raises each kind at its first or second call: a test's callback raised only where
+    the test's did, and code answering None where a key function raised a `LookupError` was paid."""
     answered = {id(p["steps"]): p.get("expect") or [] for p in programs}
 
     def found(arg, key):
+        turn = _draw(f"{key}/{json.dumps(arg)}").randrange(len(PLACES))
+        if arg[0] == "callback" and isinstance(arg[1], dict) and arg[1].get("calls") and not arg[1].get("raises"):
+            return [(f"callback raising {kind[0]}", ["callback", {**arg[1], "raises": [*kind, (i + turn) % 2]}])
+                    for i, kind in enumerate(RAISED)]  # E30: its first call or its second
         items = _items_of(arg) if arg[0] in ("stream", "list", "tuple", "set", "frozenset", "dict") else None
         if items is None:
             return []
-        turn = _draw(f"{key}/{json.dumps(arg)}").randrange(len(PLACES))
         return [(f"raising {kind[0]}", ["iter", ["raising", ["list", copy.deepcopy(items)],
                                                  [*kind, PLACES[(i + turn) % len(PLACES)]]]])
                 for i, kind in enumerate(RAISED)]

@@ -1598,6 +1598,28 @@ def test_raising_hands_a_generator_that_raises_where_gold_answered(tiny_tasks, t
     assert looked[1] == ["ok", ["int", 1]] and looked[2][:2] == want[2][:2], looked  # caught where gold raises
 
 
+def test_raising_hands_a_callback_that_raises_where_gold_answered(tiny_tasks, tmp_path):
+    """Red team 30, E30: a test's callback raised only where the test's did, so code answering None where a key
+    function raised a `LookupError` (a `try` around its own lookup holding the callback's call too) was paid.
+    `raising` hands each callback of a call gold answered raising each kind of `RAISED` at its first or second call;
+    the replay tells the lenient code from gold."""
+    from feature_deletion.behaviour import RAISED, raising
+
+    key = ["callback", {"calls": [[[[["int", 1]], []], ["int", 10]], [[[["int", 2]], []], ["int", 20]]]}]
+    g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [], "args": [key, ["list", [["int", 1], ["int", 2]]]]}
+    made = [p for p in raising([{"steps": [g], "expect": [["ok", ["list", [["int", 10], ["int", 20]]]]]}],
+                               [["fdcalc", "g", "def"]]) if p["steps"][0]["args"][0][1].get("raises")]
+    raises = [p["steps"][0]["args"][0][1]["raises"] for p in made]
+    assert [r[:2] for r in raises] == list(RAISED) and {r[2] for r in raises} == {0, 1}, raises
+    source = "def g(key, items):\n    return [key(x) for x in items]\n"
+    lenient = ("def g(key, items):\n    out = []\n    for x in items:\n        try:\n            out.append(key(x))\n"
+               "        except LookupError:\n            out.append(None)\n    return out\n")
+    want, got = (_answers(tiny_tasks, tmp_path, code, made) for code in (source, lenient))
+    assert [w[:2] for w in want] == [["raises", ".".join(r[1::-1]) if r[1] else f"builtins.{r[0]}"] for r in raises]
+    looked = [g for g, r in zip(got, raises) if r[0] in ("KeyError", "IndexError")]
+    assert len(looked) == 2 and all(g[0] == "ok" and ["NoneType", None] in g[1][1] for g in looked), got
+
+
 def test_gaps_hand_records_and_columns_with_what_they_hold_between_values(tiny_tasks, tmp_path):
     """A guard refusing a None (a missing value), a bool, a negative number, a float or empty text nested in an
     argument would be paid wherever the tests hand none (a None item on 7 of the 66 bundled tasks' checks, a float on

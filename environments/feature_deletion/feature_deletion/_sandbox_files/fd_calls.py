@@ -849,13 +849,19 @@ def _raising(items, name, module, at):
     StopIteration`, answered from the items before it and was paid on 54 of 62 tasks), and then every one raised a
     `ValueError` after its items (red team 29: X29, code taking a `LookupError` for the end; F29, code taking an
     error at the first item for empty input)."""
+    error = _error(name, module)
+    yield from items if at is None else items[:at]
+    raise error
+
+
+def _error(name, module):
+    """An exception of type `name`: a builtin of `BUILTIN_ERRORS`, or a user's class of `module`."""
     if module is None:
         kind = BUILTIN_ERRORS[name]
     else:
         kind = _USER_ERRORS.setdefault((name, module), type(name, (Exception,), {"__module__": module,
                                                                                 "__qualname__": name}))
-    yield from items if at is None else items[:at]
-    raise kind("utf-8", b"\xff", 0, 1, "invalid start byte") if kind is UnicodeDecodeError else kind("bad item")
+    return kind("utf-8", b"\xff", 0, 1, "invalid start byte") if kind is UnicodeDecodeError else kind("bad item")
 
 
 def _untz(v):
@@ -1389,10 +1395,11 @@ class _Table:
     filled with new items calls a cache's `ttu` with keys no test used: `behaviour.filled`). The driver's own: the
     code gets `_stub`'s function."""
 
-    def __init__(self, calls, driver, reenter=None, otherwise=None):
+    def __init__(self, calls, driver, reenter=None, otherwise=None, raises=None):
         self._driver = driver
         self._reenter = reenter  # a step the first call makes before it answers (`Driver.reenter`)
         self._otherwise = otherwise
+        self._raises = raises  # [name, module, n]: the n-th call (from 0) raises that error (`behaviour.raising`)
         self._table = {}
         for key, answer in calls:
             self._table.setdefault(json.dumps(key, sort_keys=True), []).append(answer)
@@ -1404,6 +1411,8 @@ class _Table:
         if self._reenter is not None:
             step, self._reenter = self._reenter, None
             self._driver.reenter(step)
+        if self._raises is not None and self.count == self._raises[2] + 1:
+            raise _error(*self._raises[:2])
         try:
             key = json.dumps([[encode(a, opaque) for a in args], [[k, encode(v, opaque)] for k, v in kwargs.items()]],
                              sort_keys=True)
@@ -1585,7 +1594,7 @@ class Driver:
                 raise _Unavailable()
             return self.given[step][key]
         if tag == "callback":
-            table = _Table(value["calls"], self, value.get("reenter"), value.get("otherwise"))
+            table = _Table(value["calls"], self, value.get("reenter"), value.get("otherwise"), value.get("raises"))
             stub = _stub(table, value.get("names"))
             if value.get("as"):
                 stub = _callable_as(stub, *value["as"])

@@ -1234,7 +1234,7 @@ def numbers(programs: list[dict], targets: list[list[str]], limit: int = NUMBER_
 
 
 # What users' code hands that no bundled test's does (red team 26, R26): objects of its own classes, records and ids
-OBJECT_HOWS = ("record", "enum", "uuid", "path", "sentinel")  # `fd_calls._user_object`
+OBJECT_HOWS = ("record", "enum", "uuid", "path", "sentinel", "mutable", "plain")  # `fd_calls._user_object`
 OBJECT_FORMS = 16  # programs that hand a call of a deleted definition its scalars so held (`objects`)
 SCALARS = frozenset({"str", "int", "float", "bool", "NoneType", "bigint", "bytes"})
 
@@ -1243,9 +1243,11 @@ def objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_
     """Programs that hand a call of a deleted definition an argument of plain data whose every scalar (its items,
     keys and values too, or itself) is held in an object of no builtin type as users' code hands them
     (`fd_calls._user_object`): a frozen dataclass record, a member of a plain `Enum`, a `uuid.UUID`, a
-    `pathlib.PurePosixPath` of text, a bare `object()` sentinel in its place; the class's name and module drawn per
-    argument (`USER_CLASS_NAMES`, `USER_MODULES`). No check handed an object of a user's own class, and a guard
-    refusing one was paid on 58 of 62 tasks (red team 26, R26). Each function's first of each kind first."""
+    `pathlib.PurePosixPath` of text, a bare `object()` sentinel in its place, a dataclass record that is not frozen
+    and an object of a plain class; the class's name and module drawn per argument (`USER_CLASS_NAMES`,
+    `USER_MODULES`). No check handed an object of a user's own class, and a guard refusing one was paid on 58 of 62
+    tasks (red team 26, R26); then none handed a mutable one (red team 30, U30: a guard paid on 15 of 15; M30, code
+    setting an attribute of its own on the caller's objects, on 16 of 16). Each function's first of each kind first."""
     def found(arg, key):
         if not _plain_items(arg):
             return []

@@ -1535,7 +1535,17 @@ def test_objects_hand_scalars_held_in_users_own_objects(tiny_tasks, tmp_path):
     assert kinds["record"][:2] == [["int", 2], ["bool", True]] and kinds["record"][2][1] in USER_CLASS_NAMES, kinds
     assert kinds["uuid"][:3] == [["int", 2], ["bool", True], ["str", "UUID"]], kinds
     assert kinds["path"][2] == ["str", "PurePosixPath"] and kinds["sentinel"][:2] == [["int", 3], ["bool", False]]
+    assert kinds["mutable"][:2] == [["int", 2], ["bool", True]] and kinds["plain"][:2] == [["int", 3], ["bool", False]]
     assert all(a[:2] == ["raises", "builtins.NotImplementedError"] for a in got), got
+    # red team 30, M30: code setting an attribute of its own on the caller's objects (a memo) is seen where they can
+    # take one, and only there
+    marking = ("def g(items, n):\n    for v in items:\n        try:\n            v.memo = 1\n"
+               "        except Exception:\n            pass\n    return len(items)\n")
+    want, got = (_answers(tiny_tasks, tmp_path, code, made) for code in ("def g(items, n):\n    return len(items)\n",
+                                                                          marking))
+    hows = [p["steps"][0]["args"][0][1][0][1][0] if p["steps"][0]["args"][0] != g["args"][0] else None for p in made]
+    assert [how for how, w, a in zip(hows, want, got) if w != a] == ["enum", "mutable", "plain"], (hows, want, got)
+    assert all(any(e[0] == "mutated" for e in a[2:]) for how, a in zip(hows, got) if how in ("enum", "mutable", "plain"))
 
 
 def test_iterables_hand_the_iterators_ranges_and_records_users_hand(tiny_tasks, tmp_path):

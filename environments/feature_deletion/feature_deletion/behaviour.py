@@ -1412,7 +1412,7 @@ def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING
 # What users' records and columns hold between their values (none of it nested in any bundled test's arguments on
 # most tasks: a None item on 7 of 66, a float on 3, a bool on 19): a missing value (`None`, JSON's null), a flag, a
 # negative number, a fraction, an empty text
-GAPS = ("None", "bool", "negative", "float", "empty")
+GAPS = ("None", "bool", "negative", "float", "empty", "equal")  # "equal": the float of the int before it (JSON's 1.0)
 GAP_FORMS = 16  # programs that hand a container of a deleted definition's call its items so changed (`gaps`)
 
 
@@ -1436,19 +1436,24 @@ def _gap(kind: str, leaf: list) -> list | None:
 def gaps(programs: list[dict], targets: list[list[str]], limit: int = GAP_FORMS) -> list[dict]:
     """Programs that hand a call of a deleted definition a container argument (a list, tuple, set or mapping, 3
     levels down) with every other item (a mapping's values) made each kind of value a column or record also holds
-    (`GAPS`: None, a bool, a negative number, an int as a float, empty text), or its first item where it has one:
-    a guard refusing any such item nested in an argument would be paid wherever the tests hand none (None nested on 7
-    of 66 tasks' checks, a float on 3). Each function's first of each kind first."""
+    (`GAPS`: None, a bool, a negative number, an int as a float, empty text, the float equal to the int before it),
+    or its first item where it has one: a guard refusing any such item nested in an argument would be paid wherever
+    the tests hand none (None nested on 7 of 66 tasks' checks, a float on 3; an int and an equal float on none, red
+    team 30, Q30: a guard paid on 16 of 16). Each function's first of each kind first."""
     def found(arg, key):
         if arg[0] not in ("list", "tuple", "set", "frozenset", "dict", "OrderedDict") or not _plain_items(arg):
             return []
         out = []
         for kind in GAPS:
             for keep in (lambda i: i % 2 == 0, lambda i: i == 1):  # every other item, else the first
-                seen = [0]
+                seen, before = [0], [None]
 
                 def leaf(enc, kind=kind, keep=keep):
                     seen[0] += 1
+                    if kind == "equal":  # an int and a float equal to it in one container (red team 30, Q30)
+                        n, before[0] = before[0], _number(enc)
+                        return ["float", repr(float(n))] if keep(seen[0]) and type(n) is int and abs(n) < 1 << 52 \
+                            else None
                     return _gap(kind, enc) if keep(seen[0]) else None
                 value = _leaves_changed(arg, leaf)
                 if value is not None:

@@ -1648,6 +1648,7 @@ def test_gaps_hand_records_and_columns_with_what_they_hold_between_values(tiny_t
     column = [a[1] for k, a in handed if k == 0]
     assert [["int", 3], ["NoneType", None]] in column and [["int", 3], ["float", "4.5"]] in column, column
     assert [["int", 3], ["int", -5]] in column and [["int", 3], ["bool", True]] in column, column
+    assert [["int", 3], ["float", "3.0"]] in column, column  # Q30: an int and a float equal to it
     record = [a[1] for k, a in handed if k == 1]
     assert [[["str", "id"], ["NoneType", None]], [["str", "name"], ["NoneType", None]]] in record, record  # values
     assert [[["str", "id"], ["int", 1]], [["str", "name"], ["str", ""]]] in record, record

@@ -1154,7 +1154,7 @@ ZONES = ((0, "UTC"), (3600, "CET"), (-18000, "EST"), (19800, "IST"), (32400, "JS
 BIG_PAST = ((10 ** 20, 1), (10 ** 40, 1), (10 ** 20, -1))  # past 2**64, past 2**128, and negated: last digits kept
 DAY_ONE = datetime.datetime(2024, 1, 1)  # a number n handed as a date is n days after it, as a time n minutes
 NUMBER_FORMS = 44  # programs that hand a call of a deleted definition its numbers so changed (`numbers`)
-NESTED_FORMS = 8  # programs that hand a call of a deleted definition an argument nested deeper (`nested`)
+NESTED_FORMS = 12  # programs that hand a call of a deleted definition an argument nested deeper (`nested`)
 NESTED_LEVELS = (4, 10)  # containers a nested argument gains, drawn per argument
 
 
@@ -1504,13 +1504,18 @@ def nested(programs: list[dict], targets: list[list[str]], limit: int = NESTED_F
     """Programs that hand a call of a deleted definition an argument of plain data nested more containers deep
     (drawn per argument from `NESTED_LEVELS`): as a document (`_document`: a record whose last value is a record
     like it, a list of lists) and as a tree of tuples (`_tree`). No recorded argument nested past three containers,
-    and a guard refusing data four deep was paid on 61 of 62 tasks (red team 24, D24). Each function's first of each
-    way first."""
+    and a guard refusing data four deep was paid on 61 of 62 tasks (red team 24, D24). And a list or record that
+    holds itself (`fd_calls` "cyclic": red team 30, Y30). Each function's first of each way first."""
     def found(arg, key):
         if not _plain_items(arg):
             return []
         levels = _draw(f"{key}/{json.dumps(arg)}").randint(*NESTED_LEVELS)
-        return [("document", _document(arg, levels)), ("tree", _tree(arg, levels))]
+        out = [("document", _document(arg, levels)), ("tree", _tree(arg, levels))]
+        # Y30: one that holds itself (a node linked back to its parent, `a.append(a)`): the recorder cannot encode one,
+        # so no recorded argument was, and a guard refusing one was paid on 16 of 16
+        if arg[0] == "list" or arg[0] == "dict" and all(_tag(k) == "str" for k, _ in arg[1]):
+            out.append(("cycle", ["cyclic", arg]))
+        return out
 
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 

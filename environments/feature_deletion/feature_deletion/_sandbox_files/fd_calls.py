@@ -284,6 +284,13 @@ def decode(x, other):
     if tag == "iter":  # its items kept by the driver where one decodes it (`Driver.decode_other`: "fed")
         items = decode(v[1], other)
         return _iterable_as(v[0], other("fed", items, x) if other is not None else items, *v[2:])
+    if tag == "cyclic":  # a list or a record that holds itself (behaviour.nested, "cycle")
+        made = decode(v, other)
+        if type(made) is list:
+            made.append(made)
+        else:
+            made["parent"] = made
+        return made
     if tag == "same":  # one container held many times in an argument (behaviour.iterables, "same rows")
         if v[0] == "fromkeys":  # `dict.fromkeys(keys, [])`
             return dict.fromkeys(decode(v[1], other), decode(v[2], other))

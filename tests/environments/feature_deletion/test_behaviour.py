@@ -1264,7 +1264,8 @@ def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
     assert len(deep) == 10 and all(p["steps"][0]["fn"][2] == "g" for p in deep), deep  # 4 arguments, 2 ways; cycles
     cycles = [p for p in deep if any(a[0] == "cyclic" for a in p["steps"][0]["args"])]
     deep = [p for p in deep if p not in cycles]
-    assert [[a[1] for a in p["steps"][0]["args"] if a[0] == "cyclic"] for p in cycles] == [[g["args"][1]], [g["args"][2]]]
+    held = [[a[1] for a in p["steps"][0]["args"] if a[0] == "cyclic"] for p in cycles]
+    assert held == [[g["args"][1]], [g["args"][2]]], held
 
     def depth(enc) -> int:
         if enc[0] in ("list", "tuple", "set", "frozenset"):
@@ -1557,7 +1558,8 @@ def test_objects_hand_scalars_held_in_users_own_objects(tiny_tasks, tmp_path):
                                                                           marking))
     hows = [p["steps"][0]["args"][0][1][0][1][0] if p["steps"][0]["args"][0] != g["args"][0] else None for p in made]
     assert [how for how, w, a in zip(hows, want, got) if w != a] == ["enum", "mutable", "plain"], (hows, want, got)
-    assert all(any(e[0] == "mutated" for e in a[2:]) for how, a in zip(hows, got) if how in ("enum", "mutable", "plain"))
+    assert all(any(e[0] == "mutated" for e in a[2:]) for how, a in zip(hows, got)
+               if how in ("enum", "mutable", "plain")), got
 
 
 def test_iterables_hand_the_iterators_ranges_and_records_users_hand(tiny_tasks, tmp_path):

@@ -1264,8 +1264,8 @@ def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
     assert len(deep) == 10 and all(p["steps"][0]["fn"][2] == "g" for p in deep), deep  # 4 arguments, 2 ways; cycles
     cycles = [p for p in deep if any(a[0] == "cyclic" for a in p["steps"][0]["args"])]
     deep = [p for p in deep if p not in cycles]
-    held = [[a[1] for a in p["steps"][0]["args"] if a[0] == "cyclic"] for p in cycles]
-    assert held == [[g["args"][1]], [g["args"][2]]], held
+    cyclic = [[a[1] for a in p["steps"][0]["args"] if a[0] == "cyclic"] for p in cycles]
+    assert cyclic == [[g["args"][1]], [g["args"][2]]], cyclic
 
     def depth(enc) -> int:
         if enc[0] in ("list", "tuple", "set", "frozenset"):

@@ -1154,7 +1154,7 @@ ZONES = ((0, "UTC"), (3600, "CET"), (-18000, "EST"), (19800, "IST"), (32400, "JS
 BIG_PAST = ((10 ** 20, 1), (10 ** 40, 1), (10 ** 20, -1))  # past 2**64, past 2**128, and negated: last digits kept
 DAY_ONE = datetime.datetime(2024, 1, 1)  # a number n handed as a date is n days after it, as a time n minutes
 NUMBER_FORMS = 44  # programs that hand a call of a deleted definition its numbers so changed (`numbers`)
-NESTED_FORMS = 8  # programs that hand a call of a deleted definition an argument nested deeper (`nested`)
+NESTED_FORMS = 12  # programs that hand a call of a deleted definition an argument nested deeper (`nested`)
 NESTED_LEVELS = (4, 10)  # containers a nested argument gains, drawn per argument
 
 
@@ -1234,7 +1234,7 @@ def numbers(programs: list[dict], targets: list[list[str]], limit: int = NUMBER_
 
 
 # What users' code hands that no bundled test's does (red team 26, R26): objects of its own classes, records and ids
-OBJECT_HOWS = ("record", "enum", "uuid", "path", "sentinel")  # `fd_calls._user_object`
+OBJECT_HOWS = ("record", "enum", "uuid", "path", "sentinel", "mutable", "plain")  # `fd_calls._user_object`
 OBJECT_FORMS = 16  # programs that hand a call of a deleted definition its scalars so held (`objects`)
 SCALARS = frozenset({"str", "int", "float", "bool", "NoneType", "bigint", "bytes"})
 
@@ -1243,9 +1243,11 @@ def objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_
     """Programs that hand a call of a deleted definition an argument of plain data whose every scalar (its items,
     keys and values too, or itself) is held in an object of no builtin type as users' code hands them
     (`fd_calls._user_object`): a frozen dataclass record, a member of a plain `Enum`, a `uuid.UUID`, a
-    `pathlib.PurePosixPath` of text, a bare `object()` sentinel in its place; the class's name and module drawn per
-    argument (`USER_CLASS_NAMES`, `USER_MODULES`). No check handed an object of a user's own class, and a guard
-    refusing one was paid on 58 of 62 tasks (red team 26, R26). Each function's first of each kind first."""
+    `pathlib.PurePosixPath` of text, a bare `object()` sentinel in its place, a dataclass record that is not frozen
+    and an object of a plain class; the class's name and module drawn per argument (`USER_CLASS_NAMES`,
+    `USER_MODULES`). No check handed an object of a user's own class, and a guard refusing one was paid on 58 of 62
+    tasks (red team 26, R26); then none handed a mutable one (red team 30, U30: a guard paid on 15 of 15; M30, code
+    setting an attribute of its own on the caller's objects, on 16 of 16). Each function's first of each kind first."""
     def found(arg, key):
         if not _plain_items(arg):
             return []
@@ -1410,7 +1412,7 @@ def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING
 # What users' records and columns hold between their values (none of it nested in any bundled test's arguments on
 # most tasks: a None item on 7 of 66, a float on 3, a bool on 19): a missing value (`None`, JSON's null), a flag, a
 # negative number, a fraction, an empty text
-GAPS = ("None", "bool", "negative", "float", "empty")
+GAPS = ("None", "bool", "negative", "float", "empty", "equal")  # "equal": the float of the int before it (JSON's 1.0)
 GAP_FORMS = 16  # programs that hand a container of a deleted definition's call its items so changed (`gaps`)
 
 
@@ -1434,19 +1436,24 @@ def _gap(kind: str, leaf: list) -> list | None:
 def gaps(programs: list[dict], targets: list[list[str]], limit: int = GAP_FORMS) -> list[dict]:
     """Programs that hand a call of a deleted definition a container argument (a list, tuple, set or mapping, 3
     levels down) with every other item (a mapping's values) made each kind of value a column or record also holds
-    (`GAPS`: None, a bool, a negative number, an int as a float, empty text), or its first item where it has one:
-    a guard refusing any such item nested in an argument would be paid wherever the tests hand none (None nested on 7
-    of 66 tasks' checks, a float on 3). Each function's first of each kind first."""
+    (`GAPS`: None, a bool, a negative number, an int as a float, empty text, the float equal to the int before it),
+    or its first item where it has one: a guard refusing any such item nested in an argument would be paid wherever
+    the tests hand none (None nested on 7 of 66 tasks' checks, a float on 3; an int and an equal float on none, red
+    team 30, Q30: a guard paid on 16 of 16). Each function's first of each kind first."""
     def found(arg, key):
         if arg[0] not in ("list", "tuple", "set", "frozenset", "dict", "OrderedDict") or not _plain_items(arg):
             return []
         out = []
         for kind in GAPS:
             for keep in (lambda i: i % 2 == 0, lambda i: i == 1):  # every other item, else the first
-                seen = [0]
+                seen, before = [0], [None]
 
                 def leaf(enc, kind=kind, keep=keep):
                     seen[0] += 1
+                    if kind == "equal":  # an int and a float equal to it in one container (red team 30, Q30)
+                        n, before[0] = before[0], _number(enc)
+                        return ["float", repr(float(n))] if keep(seen[0]) and type(n) is int and abs(n) < 1 << 52 \
+                            else None
                     return _gap(kind, enc) if keep(seen[0]) else None
                 value = _leaves_changed(arg, leaf)
                 if value is not None:
@@ -1497,13 +1504,18 @@ def nested(programs: list[dict], targets: list[list[str]], limit: int = NESTED_F
     """Programs that hand a call of a deleted definition an argument of plain data nested more containers deep
     (drawn per argument from `NESTED_LEVELS`): as a document (`_document`: a record whose last value is a record
     like it, a list of lists) and as a tree of tuples (`_tree`). No recorded argument nested past three containers,
-    and a guard refusing data four deep was paid on 61 of 62 tasks (red team 24, D24). Each function's first of each
-    way first."""
+    and a guard refusing data four deep was paid on 61 of 62 tasks (red team 24, D24). And a list or record that
+    holds itself (`fd_calls` "cyclic": red team 30, Y30). Each function's first of each way first."""
     def found(arg, key):
         if not _plain_items(arg):
             return []
         levels = _draw(f"{key}/{json.dumps(arg)}").randint(*NESTED_LEVELS)
-        return [("document", _document(arg, levels)), ("tree", _tree(arg, levels))]
+        out = [("document", _document(arg, levels)), ("tree", _tree(arg, levels))]
+        # Y30: one that holds itself (a node linked back to its parent, `a.append(a)`): the recorder cannot encode one,
+        # so no recorded argument was, and a guard refusing one was paid on 16 of 16
+        if arg[0] == "list" or arg[0] == "dict" and all(_tag(k) == "str" for k, _ in arg[1]):
+            out.append(("cycle", ["cyclic", arg]))
+        return out
 
     return [{"steps": _handed(*option)} for option in _each_call_argument(programs, targets, found)[:limit]]
 

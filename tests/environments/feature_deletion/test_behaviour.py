@@ -1261,7 +1261,11 @@ def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
     assert zones.count(None) == 1 and len(zones) == 3 and all(z[2] in dict(ZONES).values() for z in zones if z)
 
     deep = nested(programs, [["fdcalc", "g", "def"]])
-    assert len(deep) == 8 and all(p["steps"][0]["fn"][2] == "g" for p in deep), deep  # 4 arguments, 2 ways
+    assert len(deep) == 10 and all(p["steps"][0]["fn"][2] == "g" for p in deep), deep  # 4 arguments, 2 ways; cycles
+    cycles = [p for p in deep if any(a[0] == "cyclic" for a in p["steps"][0]["args"])]
+    deep = [p for p in deep if p not in cycles]
+    cyclic = [[a[1] for a in p["steps"][0]["args"] if a[0] == "cyclic"] for p in cycles]
+    assert cyclic == [[g["args"][1]], [g["args"][2]]], cyclic
 
     def depth(enc) -> int:
         if enc[0] in ("list", "tuple", "set", "frozenset"):
@@ -1292,6 +1296,15 @@ def test_numbers_and_nested_hand_data_as_users_have_it(tiny_tasks, tmp_path):
         refused = [p for p, a in zip(made + deep, answers) if a[:2] == ["raises", "builtins.NotImplementedError"]]
         assert len(refused) >= (4 if name != "B24" else 2), (name, answers)
         assert all(a[0] == "ok" for p, a in zip(made + deep, answers) if p not in refused), (name, answers)
+    # Y30: a list and a record that hold themselves, which gold reads as any other (one level down here)
+    shallow = "def g(amount, rows, record, word):\n    return [len(rows), sorted(record), rows[-1] is rows]\n"
+    held = ("    if any(x is v for v in (rows, record) for x in (v.values() if isinstance(v, dict) else v)):\n"
+            "        raise NotImplementedError\n")
+    want, got = (_answers(tiny_tasks, tmp_path, code, cycles) for code in (shallow, shallow.replace(
+        "    return", held + "    return")))
+    assert [w[1][1][2] for w in want] == [["bool", True], ["bool", False]], want
+    assert ["str", "parent"] in want[1][1][1][1][1] and all(a[:2] == ["raises", "builtins.NotImplementedError"]
+                                                               for a in got), (want, got)
 
 
 def test_callables_hand_callbacks_as_users_callables_are(tiny_tasks, tmp_path):
@@ -1535,7 +1548,18 @@ def test_objects_hand_scalars_held_in_users_own_objects(tiny_tasks, tmp_path):
     assert kinds["record"][:2] == [["int", 2], ["bool", True]] and kinds["record"][2][1] in USER_CLASS_NAMES, kinds
     assert kinds["uuid"][:3] == [["int", 2], ["bool", True], ["str", "UUID"]], kinds
     assert kinds["path"][2] == ["str", "PurePosixPath"] and kinds["sentinel"][:2] == [["int", 3], ["bool", False]]
+    assert kinds["mutable"][:2] == [["int", 2], ["bool", True]] and kinds["plain"][:2] == [["int", 3], ["bool", False]]
     assert all(a[:2] == ["raises", "builtins.NotImplementedError"] for a in got), got
+    # red team 30, M30: code setting an attribute of its own on the caller's objects (a memo) is seen where they can
+    # take one, and only there
+    marking = ("def g(items, n):\n    for v in items:\n        try:\n            v.memo = 1\n"
+               "        except Exception:\n            pass\n    return len(items)\n")
+    want, got = (_answers(tiny_tasks, tmp_path, code, made) for code in ("def g(items, n):\n    return len(items)\n",
+                                                                          marking))
+    hows = [p["steps"][0]["args"][0][1][0][1][0] if p["steps"][0]["args"][0] != g["args"][0] else None for p in made]
+    assert [how for how, w, a in zip(hows, want, got) if w != a] == ["enum", "mutable", "plain"], (hows, want, got)
+    assert all(any(e[0] == "mutated" for e in a[2:]) for how, a in zip(hows, got)
+               if how in ("enum", "mutable", "plain")), got
 
 
 def test_iterables_hand_the_iterators_ranges_and_records_users_hand(tiny_tasks, tmp_path):
@@ -1638,6 +1662,7 @@ def test_gaps_hand_records_and_columns_with_what_they_hold_between_values(tiny_t
     column = [a[1] for k, a in handed if k == 0]
     assert [["int", 3], ["NoneType", None]] in column and [["int", 3], ["float", "4.5"]] in column, column
     assert [["int", 3], ["int", -5]] in column and [["int", 3], ["bool", True]] in column, column
+    assert [["int", 3], ["float", "3.0"]] in column, column  # Q30: an int and a float equal to it
     record = [a[1] for k, a in handed if k == 1]
     assert [[["str", "id"], ["NoneType", None]], [["str", "name"], ["NoneType", None]]] in record, record  # values
     assert [[["str", "id"], ["int", 1]], [["str", "name"], ["str", ""]]] in record, record

@@ -284,6 +284,13 @@ def decode(x, other):
     if tag == "iter":  # its items kept by the driver where one decodes it (`Driver.decode_other`: "fed")
         items = decode(v[1], other)
         return _iterable_as(v[0], other("fed", items, x) if other is not None else items, *v[2:])
+    if tag == "cyclic":  # a list or a record that holds itself (behaviour.nested, "cycle")
+        made = decode(v, other)
+        if type(made) is list:
+            made.append(made)
+        else:
+            made["parent"] = made
+        return made
     if tag == "same":  # one container held many times in an argument (behaviour.iterables, "same rows")
         if v[0] == "fromkeys":  # `dict.fromkeys(keys, [])`
             return dict.fromkeys(decode(v[1], other), decode(v[2], other))
@@ -642,6 +649,7 @@ def _fresh(x, rng, width):
 
 
 _USER_CLASSES = {}
+_OWN_OBJECTS = set()  # the classes of `_user_object`'s mutable objects, whose attributes `_plain` reads
 _USER_WRAPPERS = {  # the methods whose answers a user's "keeps" subclass gives its own type, as markupsafe's Markup
     str: ("__add__", "__mul__", "__rmul__", "__mod__", "__getitem__", "capitalize", "casefold", "center",
           "expandtabs", "format", "join", "ljust", "lower", "lstrip", "partition", "removeprefix", "removesuffix",
@@ -765,12 +773,24 @@ def _subclassed(how, name, module, value):
     return made if how == "enum" else made(*value) if how == "namedtuple" else made(value)
 
 
+def _plain_init(self, value):
+    self.value = value
+
+
+def _plain_repr(self):
+    return f"{type(self).__name__}({self.value!r})"
+
+
 def _user_object(how, name, module, value):
     """`value` held in an object of no builtin type, as users' code hands records and ids (red team 26, R26: no check
     handed one): a frozen dataclass record of a class named `name` in `module` holding it ("record"), a member of a
     plain `enum.Enum` whose value it is ("enum"), a `uuid.UUID` made from it ("uuid"), a `pathlib.PurePosixPath` of
     its text ("path"), a bare `object()` sentinel in its place ("sentinel"). Each equal to another made of the same
-    value but the sentinel, and hashable; each class made once per process."""
+    value but the sentinel, and hashable; each class made once per process. And (red team 30, U30 and M30: every one
+    of those is immutable, and a guard on a user's mutable object, or code setting an attribute of its own on one,
+    was paid on every task played) a dataclass record that is not frozen ("mutable") and an object of a plain class
+    with an attribute, equal only to itself ("plain"): their attributes are read as what they hold (`_plain`), so a
+    step that changes them is seen."""
     if how == "uuid":
         return uuid.UUID(int=value % (1 << 128)) if type(value) is int else uuid.uuid5(uuid.NAMESPACE_URL, str(value))
     if how == "path":
@@ -779,12 +799,19 @@ def _user_object(how, name, module, value):
         return object()
     key = (how, name, module, value if how == "enum" else None)
     if key not in _USER_CLASSES:
-        if how == "enum":
+        if how == "enum":  # a member takes attributes too: a memo set on one is seen (`_plain`)
             _USER_CLASSES[key] = enum.Enum(name, [("MEMBER", value)], module=module, qualname=name).MEMBER
+            _OWN_OBJECTS.add(type(_USER_CLASSES[key]))
         else:
-            made = dataclasses.make_dataclass(name, [("value", object)], frozen=True)
+            if how == "plain":
+                made = type(name, (), {"__init__": _plain_init, "__repr__": _plain_repr})
+            else:  # a mutable record is hashed by its fields, as `unsafe_hash=True` asks: a cache key, a dict key
+                made = dataclasses.make_dataclass(name, [("value", object)], frozen=how == "record",
+                                                  unsafe_hash=how == "mutable")
             made.__module__, made.__qualname__ = module, name
             _USER_CLASSES[key] = made
+            if how != "record":
+                _OWN_OBJECTS.add(made)
     made = _USER_CLASSES[key]
     return made if how == "enum" else made(value)
 
@@ -1885,6 +1912,8 @@ def _plain(x):
         return x
     if isinstance(x, array.array):
         return array.array.tolist(x)
+    if t in _OWN_OBJECTS:  # the driver's own class: its attributes, by the instance dict, no code of the agent's
+        return dict(object.__getattribute__(x, "__dict__"))
     if isinstance(x, (collections.UserList, collections.UserDict)):
         try:
             data = object.__getattribute__(x, "__dict__").get("data")

@@ -871,11 +871,11 @@ _USER_ERRORS = {}  # (name, module): an exception class of a user's, one per nam
 
 def _raising(items, name, module, at):
     """`items` (the first `at` of them, None: all), then an exception of type `name` (`_error`: a builtin of
-    `BUILTIN_ERRORS`, or a user's class of `module`), as a user's generator raises on a bad row: every stream a check handed ended (red team
-    28, X28: code that takes any exception from `next()` for the end, `except Exception` where gold has `except
-    StopIteration`, answered from the items before it and was paid on 54 of 62 tasks), and then every one raised a
-    `ValueError` after its items (red team 29: X29, code taking a `LookupError` for the end; F29, code taking an
-    error at the first item for empty input)."""
+    `BUILTIN_ERRORS`, or a user's class of `module`), as a user's generator raises on a bad row: every stream a check
+    handed ended (red team 28, X28: code that takes any exception from `next()` for the end, `except Exception` where
+    gold has `except StopIteration`, answered from the items before it and was paid on 54 of 62 tasks), and then
+    every one raised a `ValueError` after its items (red team 29: X29, code taking a `LookupError` for the end; F29,
+    code taking an error at the first item for empty input)."""
     error = _error(name, module)
     yield from items if at is None else items[:at]
     raise error

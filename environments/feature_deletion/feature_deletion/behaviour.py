@@ -698,10 +698,12 @@ def _draw(key: str) -> random.Random:
 
 
 def _each_call_argument(programs: list[dict], targets: list[list[str]], found, rest: bool = True,
-                        named: bool = False) -> list[tuple]:
+                        named: bool = False, answered: bool = False) -> list[tuple]:
     """(steps, step, key, value, read) for each call of a deleted definition, each argument, and each (kind, value)
     that `found(argument, the step's JSON)` gives for it: each function's first of each kind of value, then each
     argument's, then (with `rest`) the others; arguments that are functions the tests name (`ref`) only with `named`;
+    with `answered`, only calls gold answered (no exception), left out before the firsts are chosen: a first taken
+    from a call that raised would leave the function without that kind (red team 30, E30b on `map_reduce`);
     `read`: whether the program reads what the step answered. Where no
     call of a deleted definition gives one (a deleted class that only the package's own code makes: cachetools'
     `TTLCache._Link`, red teams 20-21), each call the programs make, which reach it."""
@@ -709,7 +711,7 @@ def _each_call_argument(programs: list[dict], targets: list[list[str]], found, r
     for p in programs:
         steps, expect = p["steps"], p.get("expect") or []
         for j, step in enumerate(steps):
-            if j in _slots(steps[j + 1:], "given"):
+            if j in _slots(steps[j + 1:], "given") or answered and (j >= len(expect) or expect[j][:1] != ["ok"]):
                 continue
             read = j in _slots(steps[j + 1: j + 1 + VARIANT_TAIL]) or j < len(expect) and _an_iterator(expect[j])
             for key, arg in _arguments(step):
@@ -1390,8 +1392,6 @@ def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING
     `ValueError` after the items; F29: code taking an error at the first item for empty input on 15 of 22). And (red
     team 30, E30) a callback that raises each kind at its first or second call: a test's callback raised only where
     the test's did, and code answering None where a key function raised a `LookupError` was paid."""
-    answered = {id(p["steps"]): p.get("expect") or [] for p in programs}
-
     def found(arg, key):
         turn = _draw(f"{key}/{json.dumps(arg)}").randrange(len(PLACES))
         if arg[0] == "callback" and isinstance(arg[1], dict) and arg[1].get("calls") and not arg[1].get("raises"):
@@ -1404,8 +1404,7 @@ def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING
                                                  [*kind, PLACES[(i + turn) % len(PLACES)]]]])
                 for i, kind in enumerate(RAISED)]
 
-    options = [o for o in _each_call_argument(programs, targets, found)
-               if o[1] < len(expect := answered.get(id(o[0]), [])) and expect[o[1]][:1] == ["ok"]]
+    options = _each_call_argument(programs, targets, found, answered=True)
     return [{"steps": _handed(*option)} for option in options[:limit]]
 
 

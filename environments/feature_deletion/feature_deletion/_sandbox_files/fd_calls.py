@@ -1432,19 +1432,23 @@ class _Table:
             self._table.setdefault(json.dumps(key, sort_keys=True), []).append(answer)
         self._used = {}
         self.count = 0  # calls, observed step by step: a rebuild that calls a callback twice doubles its side effects
+        # a digest of each call's arguments, in order: a rebuild calling a callback on the same arguments in another
+        # order makes its side effects in another order (red team 30, O30: a reversed loop paid on 2 of 2)
+        self.order = []
 
     def answer(self, args, kwargs):
         self.count += 1
         if self._reenter is not None:
             step, self._reenter = self._reenter, None
             self._driver.reenter(step)
-        if self._raises is not None and self.count == self._raises[2] + 1:
-            raise _error(*self._raises[:2])
         try:
             key = json.dumps([[encode(a, opaque) for a in args], [[k, encode(v, opaque)] for k, v in kwargs.items()]],
                              sort_keys=True)
         except Unrecordable:
             key = None
+        self.order.append(hashlib.sha256(str(key).encode()).digest()[:8])
+        if self._raises is not None and self.count == self._raises[2] + 1:
+            raise _error(*self._raises[:2])
         answers = self._table.get(key)
         if not answers and self._otherwise is not None:
             answers = [self._otherwise]
@@ -1644,8 +1648,15 @@ class Driver:
         """`item`, which an iterator the code was handed yields (a stream's, an `iterables` form's), kept with a digest
         of what it holds where it can change in place: the rows a generator yields are the caller's, and a step that
         changes one changes the caller's data (red team 28, M28: no check read them, and a rebuild that took a key
-        out of each row it counted was paid on 14 of 16 tasks)."""
-        self.watch(["fed", len(self.rows)], item)
+        out of each row it counted was paid on 14 of 16 tasks). Its containers are the caller's too: an answer holding
+        one is reported as sharing it (`_shared`), as code copying the rows it yields answers otherwise (red team 30,
+        H30: paid on 8 of 16); each is held to the program's end, so that no other object takes its id."""
+        label = ["fed", len(self.rows)]
+        self.watch(label, item)
+        self.fed_items.append(item)
+        for i, (path, _) in _containers(item, label, {}).items():
+            if len(self.handed) < MAX_HANDED:
+                self.handed.setdefault(i, path)
         return item
 
     def watch(self, label, x):
@@ -1718,6 +1729,7 @@ class Driver:
         self.held = []  # those objects, kept to the program's end: no other object takes an id a reading names
         self.names = []  # [reading, digest of the object's class and attribute names] where those change
         self.given, self.handed = [], {}  # each step's arguments; {id: [step, key, path...]} of their containers
+        self.fed_items = []  # what iterators the code was handed yielded (`feeding`)
         # Seeded by the program as well: were every program to start from one seed, its first draw would pick the
         # same place every time, and a rebuild that always picks that place (red team 5, R5: a FIFO `rr_cache`
         # that draws for show) would answer every program's first draw like gold.
@@ -1753,7 +1765,7 @@ class Driver:
         import gc
 
         self.slots, self.kept, self.iters, self.seen, self.held, self.stubs = [], [], {}, {}, [], []
-        self.given, self.handed, self.rows, self.tables, self.reentered = [], {}, [], [], []
+        self.given, self.handed, self.rows, self.tables, self.reentered, self.fed_items = [], {}, [], [], [], []
         self.receiver = None
         gc.collect()
         return [i for i in open_ if self.feeds[i].closed(self.fed[i])]
@@ -1822,7 +1834,8 @@ class Driver:
             extras.append(["mutated", mutated])
         if shared:
             extras.append(["shares", shared])
-        called = [[i, t.count - (calls[i] if i < len(calls) else 0)] for i, t in enumerate(self.tables)]
+        called = [[i, t.count - n, hashlib.sha256(b"".join(t.order[n:])).hexdigest()[:16]]
+                  for i, (t, n) in enumerate(zip(self.tables, calls + [0] * (len(self.tables) - len(calls))))]
         called = [c for c in called if c[1]]
         if called:
             extras.append(["called", called])

@@ -1432,9 +1432,10 @@ class _Table:
             self._table.setdefault(json.dumps(key, sort_keys=True), []).append(answer)
         self._used = {}
         self.count = 0  # calls, observed step by step: a rebuild that calls a callback twice doubles its side effects
-        # a digest of each call's arguments, in order: a rebuild calling a callback on the same arguments in another
-        # order makes its side effects in another order (red team 30, O30: a reversed loop paid on 2 of 2)
-        self.order = []
+        # a digest of each call's arguments, in order, since the step began (`Driver.step`): a rebuild calling a
+        # callback on the same arguments in another order makes its side effects in another order (red team 30, O30:
+        # a reversed loop paid on 2 of 2); hashed as it goes, as a timer is called millions of times in a program
+        self.order = hashlib.sha256()
 
     def answer(self, args, kwargs):
         self.count += 1
@@ -1446,7 +1447,7 @@ class _Table:
                              sort_keys=True)
         except Unrecordable:
             key = None
-        self.order.append(hashlib.sha256(str(key).encode()).digest()[:8])
+        self.order.update(hashlib.sha256(str(key).encode()).digest()[:8])
         if self._raises is not None and self.count == self._raises[2] + 1:
             raise _error(*self._raises[:2])
         answers = self._table.get(key)
@@ -1789,6 +1790,8 @@ class Driver:
                     self.handed.setdefault(i, path)
         before = {key: _state(a) for key, a in given if _plain(a) is not None}
         calls = [t.count for t in self.tables]
+        for t in self.tables:
+            t.order = hashlib.sha256()
         taken = [f.taken for f in self.feeds]
         reentered = len(self.reentered)
         self.warned = []
@@ -1834,7 +1837,7 @@ class Driver:
             extras.append(["mutated", mutated])
         if shared:
             extras.append(["shares", shared])
-        called = [[i, t.count - n, hashlib.sha256(b"".join(t.order[n:])).hexdigest()[:16]]
+        called = [[i, t.count - n, t.order.hexdigest()[:16]]
                   for i, (t, n) in enumerate(zip(self.tables, calls + [0] * (len(self.tables) - len(calls))))]
         called = [c for c in called if c[1]]
         if called:

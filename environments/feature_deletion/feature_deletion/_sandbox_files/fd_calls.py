@@ -1699,9 +1699,11 @@ class Driver:
     def hold(self, x, label):
         """`x`, which the code was handed by the caller's own objects (an iterator's item, a callback's answer), its
         containers kept as handed (`handed`, under `label`) and held to the program's end: no other object takes an
-        id they have."""
-        self.held_items.append(x)
-        for i, (path, _) in _containers(x, label, {}).items():
+        id they have. Only where it has any, and while `handed` has room: a timer is called millions of times."""
+        found = _containers(x, label, {}) if len(self.handed) < MAX_HANDED else {}
+        if found:
+            self.held_items.append(x)
+        for i, (path, _) in found.items():
             if len(self.handed) < MAX_HANDED:
                 self.handed.setdefault(i, path)
         return x

@@ -698,12 +698,10 @@ def _draw(key: str) -> random.Random:
 
 
 def _each_call_argument(programs: list[dict], targets: list[list[str]], found, rest: bool = True,
-                        named: bool = False, answered: bool = False) -> list[tuple]:
+                        named: bool = False) -> list[tuple]:
     """(steps, step, key, value, read) for each call of a deleted definition, each argument, and each (kind, value)
     that `found(argument, the step's JSON)` gives for it: each function's first of each kind of value, then each
     argument's, then (with `rest`) the others; arguments that are functions the tests name (`ref`) only with `named`;
-    with `answered`, only calls gold answered (no exception), left out before the firsts are chosen: a first taken
-    from a call that raised would leave the function without that kind (red team 30, E30b on `map_reduce`);
     `read`: whether the program reads what the step answered. Where no
     call of a deleted definition gives one (a deleted class that only the package's own code makes: cachetools'
     `TTLCache._Link`, red teams 20-21), each call the programs make, which reach it."""
@@ -711,7 +709,7 @@ def _each_call_argument(programs: list[dict], targets: list[list[str]], found, r
     for p in programs:
         steps, expect = p["steps"], p.get("expect") or []
         for j, step in enumerate(steps):
-            if j in _slots(steps[j + 1:], "given") or answered and (j >= len(expect) or expect[j][:1] != ["ok"]):
+            if j in _slots(steps[j + 1:], "given"):
                 continue
             read = j in _slots(steps[j + 1: j + 1 + VARIANT_TAIL]) or j < len(expect) and _an_iterator(expect[j])
             for key, arg in _arguments(step):
@@ -1271,10 +1269,8 @@ def objects(programs: list[dict], targets: list[list[str]], limit: int = OBJECT_
 # range (G27), a frozenset (F27), a list of records (R27), bytes items (B27), a NaN (N27)
 ITERATOR_HOWS = ("map", "filter", "reversed", "tuple", "values", "chain", "islice", "enumerate", "zip", "keys", "text",
                  "lines", "csv", "items", "set", "bytesiter", "generator")  # `fd_calls._iterable_as`
-# containers a caller's code holds many times in one argument (`MUTABLE` was once redefined here as these three,
-# which took deques, Counters and the like out of `_holds_container` for `aliases`)
-HELD_MANY = frozenset({"list", "dict", "set"})
-ITERABLE_FORMS = 56  # programs that hand a call of a deleted definition its input so made (`iterables`)
+MUTABLE = frozenset({"list", "dict", "set"})  # containers a caller's code can hold many times in one argument
+ITERABLE_FORMS = 48  # programs that hand a call of a deleted definition its input so made (`iterables`)
 COLUMNS = ("jan", "feb", "eu", "us", "red", "blue", "north", "2024-q1")  # a second column's values, a grouping's
 
 
@@ -1312,12 +1308,6 @@ def _made_iterables(items: list) -> list[tuple[str, list]]:
         if step and all(b - a == step for a, b in zip(ints, ints[1:])):  # in step, as `range` makes them
             out.append(("range", ["range", [ints[0], ints[-1] + step, step]] if ints else ["range", [0, 0, 1]]))
         out.append(("frozenset", ["frozenset", copy.deepcopy(items)]))  # numbers only: text iterates in hash order
-    # an object of a user's class that has `__iter__` only, and one that is its own iterator (red team 31, R31 and
-    # R31b: a guard refusing either paid on 8 of 8 played), named and placed as a user's class is
-    rng = _draw(json.dumps(items))
-    out += [(f"users {how}", ["iter", [how, ["list", copy.deepcopy(items)],
-                                       [rng.choice(USER_CLASS_NAMES), rng.choice(USER_MODULES)]]])
-            for how in ("iterable", "iterator")]
     if items:  # each item a record of an id and it, as rows of a table are (two at least); and those as a generator
         records = ["list", [["dict", [[["str", "id"], ["int", n]], [["str", "value"], copy.deepcopy(i)]]]
                             for n, i in enumerate(items if len(items) > 1 else items * 2)]]
@@ -1359,9 +1349,9 @@ def iterables(programs: list[dict], targets: list[list[str]], limit: int = ITERA
             return out
         # A30: one container held many times (`[row] * n`, `[[0] * 3] * 2`, `dict.fromkeys(keys, [])`): every decoded
         # argument was built afresh, item by item, and a guard on a container met twice was paid
-        if arg[0] in ("list", "tuple") and arg[1] and _tag(arg[1][0]) in HELD_MANY:
+        if arg[0] in ("list", "tuple") and arg[1] and _tag(arg[1][0]) in MUTABLE:
             out.append(("same rows", ["same", [arg[0], arg[1][0], max(2, len(arg[1]))]]))
-        if arg[0] == "dict" and len(arg[1]) > 1 and _tag(arg[1][0][1]) in HELD_MANY:
+        if arg[0] == "dict" and len(arg[1]) > 1 and _tag(arg[1][0][1]) in MUTABLE:
             out.append(("same values", ["same", ["fromkeys", ["list", [k for k, _ in arg[1]]], arg[1][0][1]]]))
 
         def as_bytes(leaf):
@@ -1400,6 +1390,8 @@ def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING
     `ValueError` after the items; F29: code taking an error at the first item for empty input on 15 of 22). And (red
     team 30, E30) a callback that raises each kind at its first or second call: a test's callback raised only where
     the test's did, and code answering None where a key function raised a `LookupError` was paid."""
+    answered = {id(p["steps"]): p.get("expect") or [] for p in programs}
+
     def found(arg, key):
         turn = _draw(f"{key}/{json.dumps(arg)}").randrange(len(PLACES))
         if arg[0] == "callback" and isinstance(arg[1], dict) and arg[1].get("calls") and not arg[1].get("raises"):
@@ -1412,7 +1404,8 @@ def raising(programs: list[dict], targets: list[list[str]], limit: int = RAISING
                                                  [*kind, PLACES[(i + turn) % len(PLACES)]]]])
                 for i, kind in enumerate(RAISED)]
 
-    options = _each_call_argument(programs, targets, found, answered=True)
+    options = [o for o in _each_call_argument(programs, targets, found)
+               if o[1] < len(expect := answered.get(id(o[0]), [])) and expect[o[1]][:1] == ["ok"]]
     return [{"steps": _handed(*option)} for option in options[:limit]]
 
 
@@ -1730,15 +1723,13 @@ def aliases(programs: list[dict], targets: list[list[str]], limit: int = ALIASES
 
 
 def reentries(programs: list[dict], targets: list[list[str]], limit: int = REENTRIES) -> list[dict]:
-    """Programs in which a callback handed to a deleted definition, at its first call (and, for a callee's every second
-    program, at its second: red team 31, G31b, a rebuild wrong from the second call on was paid on every task taking a
-    callable), calls a deleted definition itself (the driver's `reenter`) before it answers from its table: the same
-    function where a program calls it on data alone, those handed the most arguments first (a nested grouping with its
-    `reducefunc`), then the others in turn. A callback's table never calls the package, so no other check holds a call
-    made while another runs: code that keeps a marker of its own running (restored on every exit, so the state drift
-    check sees nothing) and answers a nested call otherwise was paid (red team 14, R14: `map_reduce` leaving a nested
-    grouping unreduced). Each callee once first; a program in which no callback was called is no check (`_candidates`
-    drops it)."""
+    """Programs in which a callback handed to a deleted definition, at its first call, calls a deleted definition
+    itself (the driver's `reenter`) before it answers from its table: the same function where a program calls it on
+    data alone, those handed the most arguments first (a nested grouping with its `reducefunc`), then the others in
+    turn. A callback's table never calls the package, so no other check holds a call made while another runs: code
+    that keeps a marker of its own running (restored on every exit, so the state drift check sees nothing) and
+    answers a nested call otherwise was paid (red team 14, R14: `map_reduce` leaving a nested grouping unreduced).
+    Each callee once first; a program in which no callback was called is no check (`_candidates` drops it)."""
     inner = {}  # callee: the steps that call it on data and callbacks alone, those handed the most arguments first
     for p in programs:
         for step in p["steps"]:
@@ -1764,11 +1755,9 @@ def reentries(programs: list[dict], targets: list[list[str]], limit: int = REENT
     for n, (steps, j, key, arg) in enumerate(_each_once_first(options)[:limit]):
         callee = _callee(steps[j]) if _callee(steps[j]) in inner else callees[n % len(callees)]
         call = inner[callee][used[callee] % len(inner[callee])]
-        at = used[callee] % 2
         used[callee] += 1
         program = copy.deepcopy(steps[: j + 1 + VARIANT_TAIL])
-        later = {"reenter_at": at} if at else {}
-        _hand(program[j], key, ["callback", {**arg[1], "reenter": copy.deepcopy(call), **later}])
+        _hand(program[j], key, ["callback", {**arg[1], "reenter": copy.deepcopy(call)}])
         made.append({"steps": program})
     return made
 

@@ -556,28 +556,6 @@ def _callback(*answers: tuple[int, int]) -> list:
      "mutated"),
     # R4: a draw from random's shared stream where gold draws none
     ("def f():\n    return 1", "import random\ndef f():\n    random.random()\n    return 1", [], [], "rng"),
-    # red team 30, O30: a callback called on the same arguments in reverse order
-    ("def f(g, xs):\n    return [g(x) for x in xs]", "def f(g, xs):\n    return [g(x) for x in xs[::-1]][::-1]",
-     [_callback((1, 2), (2, 3)), ["list", [["int", 1], ["int", 2]]]], [], "called"),
-    # H30: the rows a stream yields answered as copies
-    ("def f(rows):\n    return list(rows)", "def f(rows):\n    return [dict(r) for r in rows]",
-     [["stream", {"items": [["dict", [[["str", "a"], ["int", 1]]]]], "end": True}]], [], "shares"),
-    # red team 31, C31: a callback handed a copy of the caller's row
-    ("def f(g, rows):\n    return [g(r) for r in rows]", "def f(g, rows):\n    return [g(dict(r)) for r in rows]",
-     [["callback", {"calls": [[[[["dict", [[["str", "a"], ["int", 1]]]]], []], ["int", 1]]], "names": {}}],
-      ["list", [["dict", [[["str", "a"], ["int", 1]]]]]]], [], "called"),
-    # K31: what a callback answered copied before it is answered on
-    ("def f(g):\n    return [g(1)]", "def f(g):\n    return [list(g(1))]",
-     [["callback", {"calls": [[[[["int", 1]], []], ["list", [["int", 2]]]]], "names": {}}]], [], "shares"),
-    # E31: the user's error raised again as a copy, nothing chained shown
-    ("def f(g):\n    return g(1)",
-     "def f(g):\n    try:\n        return g(1)\n    except ValueError as e:\n"
-     "        raise ValueError(*e.args) from None",
-     [["callback", {"calls": [[[[["int", 1]], []], ["raise", ["exc", [["ref", "builtins", "ValueError"],
-                                                                        [["str", "bad"]]]]]]], "names": {}}]], [],
-     "own"),
-    # F31: an attribute of the rebuild's own set on the user's function
-    ("def f(g):\n    return g(1)", "def f(g):\n    g.seen = True\n    return g(1)", [_callback((1, 2))], [], "mutated"),
 ])
 def test_the_replay_observes_what_a_step_does_besides_its_answer(tiny_tasks, tmp_path, gold, rebuilt, args, kwargs,
                                                                   told_by):
@@ -587,8 +565,8 @@ def test_the_replay_observes_what_a_step_does_besides_its_answer(tiny_tasks, tmp
     got = _observed(tiny_tasks, tmp_path, rebuilt, step).observations[0][0]
     assert want[:2] == got[:2] or want[0] == got[0] == "raises", (want, got)
     assert want != got, want
-    if told_by:  # where gold did it (H30: gold's answer holds the rows it was fed), or the rebuild did
-        assert told_by in [x[0] for x in got[2:] + want[2:] if isinstance(x, list)], (want, got)
+    if told_by:
+        assert told_by in [x[0] for x in got[2:] if isinstance(x, list)], got
 
 
 @pytest.mark.parametrize("when", ["on each call", "at import"])
@@ -638,8 +616,7 @@ def test_a_callback_that_raised_when_recorded_raises_again_in_the_replay(tiny_ta
     step = {"op": "call", "fn": ["ref", "fdcalc", "f"], "kwargs": [],
             "args": [["callback", {"calls": [[[[["int", 1]], []], stop]], "names": {}}]]}
     [[observation]] = _observed(tiny_tasks, tmp_path, source, step).observations
-    called = [x[1] for x in observation[2:] if x[0] == "called"]
-    assert observation[:2] == ["ok", ["str", "stopped"]] and [c[:2] for c in called[0]] == [[0, 1]], observation
+    assert observation[:2] == ["ok", ["str", "stopped"]] and ["called", [[0, 1]]] in observation[2:], observation
 
 
 def test_a_callback_in_the_replay_is_a_plain_function_with_the_tests_names(tiny_tasks, tmp_path):
@@ -1193,8 +1170,7 @@ def test_filled_objects_hold_more_than_any_test_stores(tiny_tasks, tmp_path):
     lengths = [w[5][1][1] for w in want]  # "b" expired as it was stored; "a" may be among the new keys
     assert sizes[0] <= lengths[0] <= sizes[0] + 1 and sizes[1] <= lengths[1] <= sizes[1] + 1, want
     assert lengths[2:] == [sizes[0] + 2, 2] and [w[1][:2] for w in want] == [none] * 4, want  # full; as recorded
-    called = want[0][1][2]  # the ttu, once for each new key
-    assert called[0] == "called" and [c[:2] for c in called[1]] == [[0, sizes[0]]], want[0][1]
+    assert want[0][1][2] == ["called", [[0, sizes[0]]]], want[0][1]  # the ttu, once for each new key
     assert got[3] == want[3] and got[2][1][:2] == ["raises", "builtins.NotImplementedError"], got  # evicting
     assert got[0][:6] == want[0][:6] and got[0][6][:2] == ["raises", "builtins.NotImplementedError"], got[0]
 
@@ -1591,14 +1567,14 @@ def test_iterables_hand_the_iterators_ranges_and_records_users_hand(tiny_tasks, 
     `zip`, file or other iterator (I27), a range (G27), a frozenset (F27), a list of records (R27), bytes in a
     container (B27) or a NaN (N27): a guard refusing each was paid. `iterables` hands each argument's items so made;
     the replay tells a guard refusing anything but the recorded types from gold."""
-    from feature_deletion.behaviour import USER_CLASS_NAMES, iterables
+    from feature_deletion.behaviour import iterables
 
     g = {"op": "call", "fn": ["ref", "fdcalc", "g"], "kwargs": [],
          "args": [["list", [["str", "a"], ["str", "b"], ["str", "a"]]], ["int", 7]]}
     made = iterables([{"steps": [g]}, {"steps": [{**g, "fn": ["ref", "fdcalc", "f"]}]}], [["fdcalc", "g", "def"]])
     # text items: no keys (a repeated item), set nor bytes; a number: no text, lines nor csv, but a range, a frozenset,
     # a set's and a bytes object's iterators
-    assert len(made) == 20 + 22 and all(p["steps"][0]["fn"][2] == "g" for p in made), made
+    assert len(made) == 18 + 20 and all(p["steps"][0]["fn"][2] == "g" for p in made), made
     changed = [[k for k, a in enumerate(p["steps"][0]["args"]) if a != g["args"][k]] for p in made]
     assert all(len(k) == 1 for k in changed), changed
     assert {"iter"} < {p["steps"][0]["args"][k[0]][0] for p, k in zip(made, changed)}
@@ -1614,7 +1590,6 @@ def test_iterables_hand_the_iterators_ranges_and_records_users_hand(tiny_tasks, 
     assert {"map", "filter", "list_reverseiterator", "tuple_iterator", "dict_valueiterator", "dict_keyiterator",
             "chain", "islice", "enumerate", "zip", "str_ascii_iterator", "StringIO", "reader", "range",
             "frozenset", "dict_itemiterator", "set_iterator", "bytes_iterator", "generator"} <= names, names
-    assert len(names & set(USER_CLASS_NAMES)) >= 2, names  # R31: a user's iterable and a user's iterator
 
 
 def test_raising_hands_a_generator_that_raises_where_gold_answered(tiny_tasks, tmp_path):
@@ -1816,30 +1791,6 @@ def test_reentries_call_back_into_the_package_from_a_callback(tiny_tasks, tmp_pa
     assert want[0][:2] == got[0][:2] == ["ok", ["list", [["int", 10], ["int", 20]]]], (want, got)
     assert ["reentered", [["ok", ["int", 3]]]] in want[0][2:], want  # the nested call reduced, as gold does
     assert want != got, (want, got)
-
-
-def test_reentries_call_back_into_the_package_from_a_callbacks_second_call(tiny_tasks, tmp_path):
-    """Red team 31, G31b: reentered at a callback's first call only, a rebuild refusing a call made from a later one
-    (a module-level scratch table, wrong from the second item on) was paid. A callee's second program reenters at
-    the second call."""
-    from feature_deletion.behaviour import reentries
-
-    outer = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["list", [["int", 1], ["int", 2]]],
-                                                                   _callback((1, 10), (2, 20))], "kwargs": []}
-    other = {**outer, "args": [["list", [["int", 2], ["int", 1]]], outer["args"][1]]}
-    plain = {"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [["list", [["int", 3]]]], "kwargs": []}
-    made = reentries([{"steps": [outer]}, {"steps": [other]}, {"steps": [plain]}], [["fdcalc", "f", "def"]])
-    assert [p["steps"][0]["args"][1][1].get("reenter_at") for p in made] == [None, 1], made
-    gold = "def f(xs, g=None):\n    return [g(x) if g else x for x in xs]\n"
-    guard = ("_AT = [0, False]\n\ndef f(xs, g=None):\n    if _AT[1] and _AT[0] > 1:\n"
-             "        raise NotImplementedError\n    was = list(_AT)\n    _AT[:] = [0, True]\n    out = []\n"
-             "    try:\n        for x in xs:\n            _AT[0] += 1\n            out.append(g(x) if g else x)\n"
-             "    finally:\n        _AT[:] = was\n    return out\n")
-    want, got = (_answers(tiny_tasks, tmp_path, code, made) for code in (gold, guard))
-    assert [w[:2] for w in want] == [["ok", ["list", [["int", 10], ["int", 20]]]],
-                                     ["ok", ["list", [["int", 20], ["int", 10]]]]], want
-    assert any(x[0] == "reentered" for x in want[1][2:]), want
-    assert got[0] == want[0] and got[1] != want[1], got  # refused only from the second call
 
 
 def test_a_task_that_rebuilds_how_objects_are_made_keeps_its_own_names(tiny_tasks):

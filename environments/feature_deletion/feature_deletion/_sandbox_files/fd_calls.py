@@ -816,15 +816,14 @@ def _user_object(how, name, module, value):
     return made if how == "enum" else made(value)
 
 
-def _iterable_as(how, items, more=None):
+def _iterable_as(how, items, raised=None):
     """`items` (a list) handed as an iterator users hand (red team 27, I27: every stream was replayed as a generator
     or a list's iterator): a `map`, a `filter` (which drops falsy items), a `reversed`, a tuple's or a dict's values'
     or keys' iterator, `itertools.chain`/`islice`, `enumerate`, `zip` of it with itself, a text's iterator (of its
     one-letter items), a file's lines and a `csv.reader` of them (of its text items, each a line); and (red team
     28) a dict's items' iterator, a set's (of its number items), a bytes object's (of its byte-sized ints), a
-    generator that raises after its last item or where `more` says (`_raising`), and a generator expression of
-    them (R28: of rows); and (red team 31, R31) an object of a user's class, [name, module] in `more`, that has
-    `__iter__` only ("iterable": a dataset read again on each loop) or is its own iterator ("iterator")."""
+    generator that raises after its last item or where `raised` says (`_raising`), and a generator expression of
+    them (R28: of rows)."""
     if how == "map":
         return map(copy.copy, items)
     if how == "filter":
@@ -857,32 +856,12 @@ def _iterable_as(how, items, more=None):
     if how == "bytesiter":
         return iter(bytes(items))
     if how == "raising":  # named as a generator expression is, as `_generator`'s are: no name of the driver's
-        made = _raising(items, *(more or ["ValueError", None, None]))
+        made = _raising(items, *(raised or ["ValueError", None, None]))
         made.__name__ = made.__qualname__ = "<genexpr>"
         return made
     if how == "generator":
         return _generator(items)
-    if how in ("iterable", "iterator"):
-        key = (how, *more)
-        if key not in _USER_CLASSES:
-            body = {"__module__": more[1], "__qualname__": more[0], "__init__": _plain_init}
-            body.update({"__iter__": _iter_value} if how == "iterable" else
-                        {"__iter__": _self, "__next__": _next_value})
-            _USER_CLASSES[key] = type(more[0], (), body)
-        return _USER_CLASSES[key](list(items) if how == "iterable" else iter(items))
     raise ValueError("unknown iterator " + how)
-
-
-def _iter_value(self):
-    return iter(self.value)
-
-
-def _self(self):
-    return self
-
-
-def _next_value(self):
-    return next(self.value)
 
 
 BUILTIN_ERRORS = {kind.__name__: kind for kind in (KeyError, IndexError, TypeError, AttributeError, OSError, ValueError,
@@ -899,17 +878,7 @@ def _raising(items, name, module, at):
     code taking an error at the first item for empty input)."""
     error = _error(name, module)
     yield from items if at is None else items[:at]
-    raise _thrown(error)
-
-
-_THROWN = []  # the errors the caller's own callables and iterators (the driver's) raised in this program
-
-
-def _thrown(exc):
-    """`exc`, kept as an error the caller's own code raised (`_own`)."""
-    if len(_THROWN) < MAX_HANDED:
-        _THROWN.append(exc)
-    return exc
+    raise error
 
 
 def _error(name, module):
@@ -1453,11 +1422,9 @@ class _Table:
     filled with new items calls a cache's `ttu` with keys no test used: `behaviour.filled`). The driver's own: the
     code gets `_stub`'s function."""
 
-    def __init__(self, calls, driver, index, reenter=None, otherwise=None, raises=None, reenter_at=0):
+    def __init__(self, calls, driver, reenter=None, otherwise=None, raises=None):
         self._driver = driver
-        self.index = index  # in the driver's `tables`
-        self._reenter = reenter  # a step a call makes before it answers (`Driver.reenter`), the first or `reenter_at`
-        self._reenter_at = reenter_at  # (red team 31, G31b: a rebuild wrong from a callback's second call was paid)
+        self._reenter = reenter  # a step the first call makes before it answers (`Driver.reenter`)
         self._otherwise = otherwise
         self._raises = raises  # [name, module, n]: the n-th call (from 0) raises that error (`behaviour.raising`)
         self._table = {}
@@ -1465,28 +1432,19 @@ class _Table:
             self._table.setdefault(json.dumps(key, sort_keys=True), []).append(answer)
         self._used = {}
         self.count = 0  # calls, observed step by step: a rebuild that calls a callback twice doubles its side effects
-        # a digest of each call's arguments, in order, since the step began (`Driver.step`): a rebuild calling a
-        # callback on the same arguments in another order makes its side effects in another order (red team 30, O30:
-        # a reversed loop paid on 2 of 2); hashed as it goes, as a timer is called millions of times in a program
-        self.order = hashlib.sha256()
 
     def answer(self, args, kwargs):
         self.count += 1
-        if self._reenter is not None and self.count == self._reenter_at + 1:
+        if self._reenter is not None:
             step, self._reenter = self._reenter, None
             self._driver.reenter(step)
+        if self._raises is not None and self.count == self._raises[2] + 1:
+            raise _error(*self._raises[:2])
         try:
             key = json.dumps([[encode(a, opaque) for a in args], [[k, encode(v, opaque)] for k, v in kwargs.items()]],
                              sort_keys=True)
         except Unrecordable:
             key = None
-        # with where each argument came from (a container the program handed, or an iterator yielded, or an earlier
-        # answer of a callback's: `Driver.handed`): a key function handed a copy of the caller's row answers alike
-        # (red team 31, C31: `key(dict(row))` paid on every task taking a callable)
-        whence = [self._driver.handed.get(id(a)) for a in (*args, *kwargs.values())]
-        self.order.update(hashlib.sha256(f"{key}/{json.dumps(whence)}".encode()).digest()[:8])
-        if self._raises is not None and self.count == self._raises[2] + 1:
-            raise _thrown(_error(*self._raises[:2]))
         answers = self._table.get(key)
         if not answers and self._otherwise is not None:
             answers = [self._otherwise]
@@ -1498,10 +1456,8 @@ class _Table:
         if answer is None:
             self._driver.artifact("callback")
         if answer[0] == "raise":
-            raise _thrown(decode(answer[1], self._driver.decode_other))
-        # what it answers is the caller's, as a user's callback's answer is: an answer of the code's holding a copy
-        # of it answers otherwise (red team 31, K31: `list(valuefunc(item))` paid on every task taking a callable)
-        return self._driver.hold(decode(answer, self._driver.decode_other), ["answered", self.index, self.count - 1])
+            raise decode(answer[1], self._driver.decode_other)
+        return decode(answer, self._driver.decode_other)
 
 
 def _stub(table, names):
@@ -1665,8 +1621,7 @@ class Driver:
                 raise _Unavailable()
             return self.given[step][key]
         if tag == "callback":
-            table = _Table(value["calls"], self, len(self.tables), value.get("reenter"), value.get("otherwise"),
-                           value.get("raises"), value.get("reenter_at", 0))
+            table = _Table(value["calls"], self, value.get("reenter"), value.get("otherwise"), value.get("raises"))
             stub = _stub(table, value.get("names"))
             if value.get("as"):
                 stub = _callable_as(stub, *value["as"])
@@ -1689,24 +1644,9 @@ class Driver:
         """`item`, which an iterator the code was handed yields (a stream's, an `iterables` form's), kept with a digest
         of what it holds where it can change in place: the rows a generator yields are the caller's, and a step that
         changes one changes the caller's data (red team 28, M28: no check read them, and a rebuild that took a key
-        out of each row it counted was paid on 14 of 16 tasks). Its containers are the caller's too: an answer holding
-        one is reported as sharing it (`_shared`), as code copying the rows it yields answers otherwise (red team 30,
-        H30: paid on 8 of 16); each is held to the program's end, so that no other object takes its id."""
-        label = ["fed", len(self.rows)]
-        self.watch(label, item)
-        return self.hold(item, label)
-
-    def hold(self, x, label):
-        """`x`, which the code was handed by the caller's own objects (an iterator's item, a callback's answer), its
-        containers kept as handed (`handed`, under `label`) and held to the program's end: no other object takes an
-        id they have. Only where it has any, and while `handed` has room: a timer is called millions of times."""
-        found = _containers(x, label, {}) if len(self.handed) < MAX_HANDED else {}
-        if found:
-            self.held_items.append(x)
-        for i, (path, _) in found.items():
-            if len(self.handed) < MAX_HANDED:
-                self.handed.setdefault(i, path)
-        return x
+        out of each row it counted was paid on 14 of 16 tasks)."""
+        self.watch(["fed", len(self.rows)], item)
+        return item
 
     def watch(self, label, x):
         """Keep `x` (where it can change in place) to read again after every later step (`rows_changed`)."""
@@ -1778,8 +1718,6 @@ class Driver:
         self.held = []  # those objects, kept to the program's end: no other object takes an id a reading names
         self.names = []  # [reading, digest of the object's class and attribute names] where those change
         self.given, self.handed = [], {}  # each step's arguments; {id: [step, key, path...]} of their containers
-        self.held_items = []  # what iterators the code was handed yielded, what callbacks answered (`hold`)
-        del _THROWN[:]
         # Seeded by the program as well: were every program to start from one seed, its first draw would pick the
         # same place every time, and a rebuild that always picks that place (red team 5, R5: a FIFO `rr_cache`
         # that draws for show) would answer every program's first draw like gold.
@@ -1815,9 +1753,8 @@ class Driver:
         import gc
 
         self.slots, self.kept, self.iters, self.seen, self.held, self.stubs = [], [], {}, {}, [], []
-        self.given, self.handed, self.rows, self.tables, self.reentered, self.held_items = [], {}, [], [], [], []
+        self.given, self.handed, self.rows, self.tables, self.reentered = [], {}, [], [], []
         self.receiver = None
-        del _THROWN[:]
         gc.collect()
         return [i for i in open_ if self.feeds[i].closed(self.fed[i])]
 
@@ -1839,10 +1776,7 @@ class Driver:
                 if len(self.handed) < MAX_HANDED:
                     self.handed.setdefault(i, path)
         before = {key: _state(a) for key, a in given if _plain(a) is not None}
-        marks = [_marks(stub) for stub in self.stubs]
         calls = [t.count for t in self.tables]
-        for t in self.tables:
-            t.order = hashlib.sha256()
         taken = [f.taken for f in self.feeds]
         reentered = len(self.reentered)
         self.warned = []
@@ -1881,8 +1815,6 @@ class Driver:
         try:
             mutated = [[key, self.observe(_plain(a))] for key, a in given if key in before and _state(a) != before[key]]
             mutated += self.rows_changed()
-            mutated += [[["stub", i], now[0]] for i, (stub, then) in enumerate(zip(self.stubs, marks))
-                        if (now := _marks(stub)) != then and now is not None]
             shared = _shared(result, self.handed) if ok else []
         except Exception as exc:  # noqa: BLE001 - encoding ran the code's own methods
             mutated, shared = [["unencodable", _qual(type(exc))]], []
@@ -1890,8 +1822,7 @@ class Driver:
             extras.append(["mutated", mutated])
         if shared:
             extras.append(["shares", shared])
-        called = [[i, t.count - n, t.order.hexdigest()[:16]]
-                  for i, (t, n) in enumerate(zip(self.tables, calls + [0] * (len(self.tables) - len(calls))))]
+        called = [[i, t.count - (calls[i] if i < len(calls) else 0)] for i, t in enumerate(self.tables)]
         called = [c for c in called if c[1]]
         if called:
             extras.append(["called", called])
@@ -1912,8 +1843,7 @@ class Driver:
         if state != drawn:
             extras.append(["rng", hashlib.sha256(repr(state).encode()).hexdigest()[:16]])
         if not ok:
-            own = _own(result)
-            return [*_raised(result), *extras, *([["own", own]] if own else [])], None, False
+            return [*_raised(result), *extras], None, False
         try:
             obs = ["ok", self.observe(result)]
         except Unrecordable as exc:
@@ -2105,25 +2035,6 @@ def _raised(exc):
 _CAUSE = BaseException.__cause__.__get__
 _CONTEXT = BaseException.__context__.__get__
 _SUPPRESSED = BaseException.__suppress_context__.__get__
-
-
-def _own(exc):
-    """Which of the errors the caller's own code raised (`_THROWN`) `exc`, its cause and its context are (indices,
-    None where it is none), or None where none is: code that raises a copy of the user's error (`from None`) loses
-    the user's traceback and its chain, and answered every step as gold did (red team 31, E31: paid on 8 of 8)."""
-    found = [next((i for i, t in enumerate(_THROWN) if t is e), None) for e in (exc, _CAUSE(exc), _CONTEXT(exc))]
-    return found if any(i is not None for i in found) else None
-
-
-def _marks(fn):
-    """[names, digest] of the attributes a callable the driver handed holds (its `__dict__`), None where it holds
-    none: a memo set on the user's function is the user's to see (red team 31, F31: an attribute set on each
-    callable argument paid on every task taking one)."""
-    try:
-        held = dict(vars(fn))
-    except TypeError:
-        return None
-    return [sorted(map(str, held)), _state(held)]
 
 
 def _chained(exc):

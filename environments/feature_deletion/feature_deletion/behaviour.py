@@ -173,20 +173,25 @@ def run_programs(root: Path, row: TaskRow, runner: Path | None, limits: Limits, 
                  hooked: bool = True, traits: Traits = Traits()) -> Replay:
     """Run the programs' steps (never their answers) on the code in `root` (mounted read-only), under the grader's
     audit hook on `lines` ({file: [[first, last], ...]}, repository paths), or with no hook at all (`hooked`
-    False), `random` seeded with `seed`, the process configured as `traits` says."""
+    False), `random` seeded with `seed`, the process configured as `traits` says. Its CPU time is bounded by its
+    wall clock (the steps' deadlines together), not by `limits.cpu_s`: one process replays every program, and gold's
+    replay of a task with many programs (cachetools `_TimedCache.pop`, 748) took 118 s of a 120 s cap on one machine
+    and was killed on a slower one, every observation lost."""
+    steps = sum(len(p["steps"]) for p in programs)
+    wall_s = min(limits.wall_s, REPLAY_START_S + steps * STEP_DEADLINE_S)
+    limits = replace(limits, cpu_s=max(limits.cpu_s, math.ceil(wall_s)))
     sb = Sandbox(root, runner=runner, limits=limits, isolation=isolation, writable=False,  # type: ignore[arg-type]
                  traits=traits)
     with temporary_directory("fd-replay.") as out:
         sb.outdir = out
         (Path(out) / "programs.json").write_text(json.dumps([{"steps": p["steps"]} for p in programs]))
         guard = {f"{sb.workspace}/{rel}": spans for rel, spans in lines.items()}
-        steps = sum(len(p["steps"]) for p in programs)
         result = sb.run([sb.python, f"{sb.helpers}/fd_calls.py", f"{sb.out}/programs.json", f"{sb.out}/{RESULTS}"],
                         env={"PYTHONPATH": sb.pythonpath(row.import_root), "FD_SEED": str(seed),
                              **({"FD_GUARD": json.dumps(guard)} if hooked else {}), "FD_PACKAGE": sb.workspace,
                              "FD_MODULES": json.dumps(sorted({m for m, _, _ in targets_of(row)})),
                              "FD_STDLIB": json.dumps(sorted(PURE_MODULES))},
-                        wall_s=min(limits.wall_s, REPLAY_START_S + steps * STEP_DEADLINE_S))
+                        wall_s=wall_s)
         observations: list[list | None] = [None] * len(programs)
         # every observation is at most MAX_OBSERVATION characters or a digest: a longer file is not the driver's
         text = read_output(Path(out) / RESULTS, RESULTS_BYTES_PER_STEP * steps + 64 * len(programs)

@@ -1848,3 +1848,18 @@ def test_a_second_exception_a_traceback_shows_is_observed(tiny_tasks, tmp_path):
                                (plain, seen["cause"], True), ([*plain[:2], ["list", []]], seen["context"], False),
                                (["ok", ["int", 1]], seen["context"], False), (plain, plain, True)):
         assert step_matches(got, want) is matches, (got, want)
+
+
+def test_a_replay_may_take_more_cpu_than_one_command_is_allowed(tiny_tasks, tmp_path):
+    """A replay's CPU time is bounded by its wall clock (its steps' deadlines together), not by `Limits.cpu_s`: one
+    process replays every program, and gold's replay of cachetools `_TimedCache.pop`'s 748 programs took 118 s of a
+    120 s cap on one machine and was killed on a slower one, every observation lost (gold invalid)."""
+    rows, _, _ = tiny_tasks
+    root = tmp_path / "busy"
+    root.mkdir()
+    _package(root, "import time\n\n\ndef f():\n    end = time.process_time() + 0.8\n"
+                   "    while time.process_time() < end:\n        pass\n    return 1\n")
+    steps = [{"op": "call", "fn": ["ref", "fdcalc", "f"], "args": [], "kwargs": []}] * 4
+    replay = run_programs(root, _task(rows, "add:body"), ensure_runner(), Limits(cpu_s=2), [{"steps": steps}], {})
+    assert replay.returncode == 0, replay.output_tail  # 3.2 s of CPU past a 2 s cap
+    assert [o[:2] for o in replay.observations[0]] == [["ok", ["int", 1]]] * 4, replay.observations

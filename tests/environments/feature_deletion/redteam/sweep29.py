@@ -18,7 +18,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import attacks29 as a  # noqa: E402
 from _sweep import main  # noqa: E402
-from harness import play, record, rows  # noqa: E402
 
 ATTACKS = {"X29": a.lookup_quiet_gold, "F29": a.first_quiet_gold, "C29": a.closing_gold, "C29c": a.read_ahead_gold,
            "L29": a.latin_in_word_gold, "L29c": a.any_latin_gold, "I29": a.nested_iterator_gold,
@@ -26,21 +25,5 @@ ATTACKS = {"X29": a.lookup_quiet_gold, "F29": a.first_quiet_gold, "C29": a.closi
 DEFAULT = ["toolz-1.0.0/toolz/itertoolz.py:frequencies:body"]
 
 
-def pre(path: Path, ids: list[str]) -> None:
-    """Each attack on every task of the subset at `path` (its archives and checks beside it)."""
-    for row in rows(path):
-        for attack_id in ids:
-            calls = ATTACKS[attack_id](row)
-            if calls is None:
-                print(f"{attack_id} {row.id}: does not apply", flush=True)
-                continue
-            p = play(row, calls, tasks_dir=path.parent)
-            record(f"redteam29_{attack_id}_pre", [p])
-            print(f"{attack_id} {p.line()}", flush=True)
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--tasks"]:
-        pre(Path(sys.argv[2]), sys.argv[3:])
-    else:
-        main("redteam29", ATTACKS, DEFAULT, sys.argv[1:])
+    main("redteam29", ATTACKS, DEFAULT, sys.argv[1:])

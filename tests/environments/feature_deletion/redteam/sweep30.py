@@ -18,7 +18,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import attacks30 as a  # noqa: E402
 from _sweep import main  # noqa: E402
-from harness import play, record, rows  # noqa: E402
 
 ATTACKS = {"E30": a.lenient_callback_gold, "E30c": a.callable_refused_gold, "X30": a.left_out_quiet_gold,
            "N30": a.positional_only_gold, "N30b": a.all_positional_only_gold, "C30": a.c0_gold,
@@ -30,21 +29,5 @@ ATTACKS = {"E30": a.lenient_callback_gold, "E30c": a.callable_refused_gold, "X30
 DEFAULT = ["toolz-1.0.0/toolz/recipes.py:countby:body"]
 
 
-def pre(path: Path, ids: list[str]) -> None:
-    """Each attack on every task of the subset at `path` (its archives and checks beside it)."""
-    for row in rows(path):
-        for attack_id in ids:
-            calls = ATTACKS[attack_id](row)
-            if calls is None:
-                print(f"{attack_id} {row.id}: does not apply", flush=True)
-                continue
-            p = play(row, calls, tasks_dir=path.parent)
-            record(f"redteam30_{attack_id}_pre", [p])
-            print(f"{attack_id} {p.line()}", flush=True)
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--tasks"]:
-        pre(Path(sys.argv[2]), sys.argv[3:])
-    else:
-        main("redteam30", ATTACKS, DEFAULT, sys.argv[1:])
+    main("redteam30", ATTACKS, DEFAULT, sys.argv[1:])

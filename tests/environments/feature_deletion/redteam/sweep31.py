@@ -19,7 +19,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 import attacks30  # noqa: E402
 import attacks31 as a  # noqa: E402
 from _sweep import main  # noqa: E402
-from harness import play, record, rows  # noqa: E402
 
 ATTACKS = {"C31": a.callback_copies_gold, "K31": a.answer_copies_gold, "B31": a.read_whole_gold,
            "G31": a.reentry_gold, "R31": a.unsized_gold, "B31c": a.generator_refused_gold,
@@ -29,21 +28,5 @@ ATTACKS = {"C31": a.callback_copies_gold, "K31": a.answer_copies_gold, "B31": a.
 DEFAULT = ["toolz-1.0.0/toolz/recipes.py:countby:body"]
 
 
-def pre(path: Path, ids: list[str]) -> None:
-    """Each attack on every task of the subset at `path` (its archives and checks beside it)."""
-    for row in rows(path):
-        for attack_id in ids:
-            calls = ATTACKS[attack_id](row)
-            if calls is None:
-                print(f"{attack_id} {row.id}: does not apply", flush=True)
-                continue
-            p = play(row, calls, tasks_dir=path.parent)
-            record(f"redteam31_{attack_id}_pre", [p])
-            print(f"{attack_id} {p.line()}", flush=True)
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--tasks"]:
-        pre(Path(sys.argv[2]), sys.argv[3:])
-    else:
-        main("redteam31", ATTACKS, DEFAULT, sys.argv[1:])
+    main("redteam31", ATTACKS, DEFAULT, sys.argv[1:])

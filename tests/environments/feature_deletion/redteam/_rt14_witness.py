@@ -50,6 +50,24 @@ def outputs(tmp_path, task: str, attack, script: str, prefix=(), options=(), pyt
     return got
 
 
+STUB = "NotImplementedError: this feature was deleted; rebuild it"  # what the stub's error prints in a witness
+# a witness's one call: what it printed, or the exception it raised, whatever its type (red teams 28-31)
+RAISED = CATCH.replace("except NotImplementedError as exc:", "except Exception as exc:").replace(
+    'print("NotImplementedError:", exc)', 'print(type(exc).__name__ + ":", exc)')
+
+
+def each_output(tmp_path, task, attack, head, *exprs):
+    """`outputs` of `head` then each of `exprs` printed (`RAISED`), one script per expression."""
+    return [outputs(tmp_path, task, attack, head + RAISED.format(expr=e)) for e in exprs]
+
+
+def same(text):
+    return {"gold": text, "wrong": text}
+
+
+def stubbed(text):
+    return {"gold": text, "wrong": STUB}
+
 def graded(task: str, attack, name: str) -> Played:
     """`attack(row)`'s tool calls played on the bundled task `task` as a rollout is graded, recorded in
     results/`name`.jsonl and printed with the attack's id (`name`'s part after "redteamNN_")."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 import pytest
 
 import attacks30 as a
-from _rt14_witness import CATCH, graded, outputs
+from _rt14_witness import each_output as _all, graded, same as _same, stubbed as _stub
 
 PLURALIZE = "inflection-0.5.1/inflection/__init__.py:pluralize:body"
 DISSOC = "toolz-1.0.0/toolz/dicttoolz.py:dissoc:body"
@@ -36,22 +36,6 @@ MAP_REDUCE = "more-itertools-10.5.0/more_itertools/more.py:map_reduce:def"
 STRIP = "more-itertools-10.5.0/more_itertools/more.py:strip:def"
 TRANSPOSE = "more-itertools-10.5.0/more_itertools/recipes.py:transpose:def"
 SPLIT_INTO = "more-itertools-10.5.0/more_itertools/more.py:split_into:def"
-STUB = "NotImplementedError: this feature was deleted; rebuild it"
-# a witness's one call: what it printed, or the exception it raised
-RAISED = CATCH.replace("except NotImplementedError as exc:", "except Exception as exc:").replace(
-    'print("NotImplementedError:", exc)', 'print(type(exc).__name__ + ":", exc)')
-
-
-def _all(tmp_path, task, attack, head, *exprs):
-    return [outputs(tmp_path, task, attack, head + RAISED.format(expr=e)) for e in exprs]
-
-
-def _same(text):
-    return {"gold": text, "wrong": text}
-
-
-def _stub(text):
-    return {"gold": text, "wrong": STUB}
 
 
 def test_witness_a_callbacks_error_answered_none(tmp_path):

@@ -31,27 +31,12 @@ from __future__ import annotations
 import pytest
 
 import attacks31 as a
-from _rt14_witness import CATCH, graded, outputs
+from _rt14_witness import each_output as _all, graded, same as _same, stubbed as _stub
 
 COUNTBY = "toolz-1.0.0/toolz/recipes.py:countby:body"
 FREQUENCIES = "toolz-1.0.0/toolz/itertoolz.py:frequencies:body"
 MAP_REDUCE = "more-itertools-10.5.0/more_itertools/more.py:map_reduce:def"
 DISSOC = "toolz-1.0.0/toolz/dicttoolz.py:dissoc:body"
-STUB = "NotImplementedError: this feature was deleted; rebuild it"
-RAISED = CATCH.replace("except NotImplementedError as exc:", "except Exception as exc:").replace(
-    'print("NotImplementedError:", exc)', 'print(type(exc).__name__ + ":", exc)')
-
-
-def _all(tmp_path, task, attack, head, *exprs):
-    return [outputs(tmp_path, task, attack, head + RAISED.format(expr=e)) for e in exprs]
-
-
-def _same(text):
-    return {"gold": text, "wrong": text}
-
-
-def _stub(text):
-    return {"gold": text, "wrong": STUB}
 
 
 ROWS = "rows = [{'name': 'ann'}, {'name': 'bob'}, {'name': 'al'}]\n"
